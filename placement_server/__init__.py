@@ -1,0 +1,1 @@
+"""An OpenStack Placement compatible REST service."""

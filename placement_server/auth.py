@@ -1,0 +1,61 @@
+"""Authentication middleware.
+
+``noauth2`` is for development and tests: the token itself says who you
+are (``user`` or ``user:project``), and ``admin`` is an admin. It sets the
+same headers keystonemiddleware's auth_token would, so everything behind
+it is the same under either strategy.
+"""
+import webob.dec
+
+from placement_server import errors
+
+
+def is_public(environ):
+    # The version document at / is for anyone: clients read it to learn the
+    # microversion range before they have a token.
+    return environ.get('PATH_INFO', '') in ('', '/')
+
+
+class NoAuth2:
+
+    def __init__(self, app):
+        self.app = app
+
+    def __call__(self, environ, start_response):
+        token = environ.get('HTTP_X_AUTH_TOKEN')
+        if not token:
+            if is_public(environ):
+                return self.app(environ, start_response)
+            raise errors.Unauthorized('The request you have made requires '
+                                      'authentication.')
+        user, _, project = token.partition(':')
+        project = project or user
+        environ.setdefault('HTTP_X_USER_ID', user)
+        if 'HTTP_OPENSTACK_SYSTEM_SCOPE' in environ:
+            environ.setdefault('HTTP_X_SYSTEM_SCOPE', environ['HTTP_OPENSTACK_SYSTEM_SCOPE'])
+        else:
+            environ.setdefault('HTTP_X_PROJECT_ID', project)
+        if 'HTTP_X_ROLES' not in environ:
+            environ['HTTP_X_ROLES'] = 'admin' if user == 'admin' else ''
+        environ['HTTP_X_IDENTITY_STATUS'] = 'Confirmed'
+        return self.app(environ, start_response)
+
+
+def keystone(app, conf):
+    """keystonemiddleware's auth_token, configured from [keystone_authtoken]."""
+    from keystonemiddleware import auth_token
+
+    inner = auth_token.AuthProtocol(app, {'oslo_config_config': conf})
+
+    def middleware(environ, start_response):
+        if is_public(environ):
+            return app(environ, start_response)
+        return inner(environ, start_response)
+    return middleware
+
+
+def wrap(app, conf):
+    strategy = conf.api.auth_strategy
+    if strategy == 'noauth2':
+        return NoAuth2(app)
+    return keystone(app, conf)

@@ -1,0 +1,58 @@
+"""The placement server's configuration options (oslo.config)."""
+import os
+
+from oslo_config import cfg
+
+
+def default_state_dir():
+    base = os.environ.get('XDG_STATE_HOME') or os.path.expanduser('~/.local/state')
+    return os.path.join(base, 'placement')
+
+
+def default_connection():
+    return 'sqlite:///' + os.path.join(default_state_dir(), 'placement.sqlite')
+
+
+database_opts = [
+    cfg.StrOpt('connection', secret=True,
+               sample_default='sqlite:////var/lib/placement/placement.sqlite',
+               default=default_connection(),
+               help='SQLAlchemy URL of the placement database: sqlite:///PATH '
+                    '(the embedded default), postgresql://USER@HOST/DB or '
+                    'mysql+pymysql://USER@HOST/DB.'),
+    cfg.BoolOpt('sync_on_startup', default=False,
+                help='Create or upgrade the schema when the service starts.'),
+    cfg.IntOpt('max_pool_size', default=5, min=1,
+               help='Connections each worker keeps open (not for SQLite).'),
+    cfg.IntOpt('max_overflow', default=10, min=0,
+               help='Connections a worker may open beyond the pool.'),
+]
+
+api_opts = [
+    cfg.StrOpt('auth_strategy', default='keystone',
+               choices=[('keystone', 'keystonemiddleware auth_token'),
+                        ('noauth2', 'development only: the token is '
+                                    '"user[:project]"; "admin" is an admin')],
+               help='How requests are authenticated.'),
+]
+
+placement_opts = [
+    cfg.BoolOpt('randomize_allocation_candidates', default=False,
+                help='Shuffle allocation candidates before applying limit, '
+                     'so that schedulers spread load when limit is small.'),
+    cfg.IntOpt('max_allocation_candidates', default=-1,
+               help='Upper bound on allocation candidates computed for one '
+                    'request; -1 means no bound.'),
+]
+
+
+def register_opts(conf):
+    conf.register_opts(database_opts, group='placement_database')
+    conf.register_opts(api_opts, group='api')
+    conf.register_opts(placement_opts, group='placement')
+
+
+def list_opts():
+    return [('placement_database', database_opts),
+            ('api', api_opts),
+            ('placement', placement_opts)]

@@ -1,0 +1,74 @@
+"""Resource classes: the standard ones (seeded) and CUSTOM_* ones."""
+import os_resource_classes
+import sqlalchemy as sa
+
+from placement_server import errors
+from placement_server.db import api
+from placement_server.db import tables
+
+RC = tables.resource_classes
+
+
+def list_all(conn):
+    return conn.execute(sa.select(RC.c.name, RC.c.created_at, RC.c.updated_at)
+                        .order_by(RC.c.id)).mappings().all()
+
+
+def get(conn, name):
+    row = conn.execute(sa.select(RC.c.id, RC.c.name, RC.c.created_at, RC.c.updated_at)
+                       .where(RC.c.name == name)).mappings().first()
+    if row is None:
+        raise errors.NotFound('No such resource class %s.' % name)
+    return row
+
+
+def ids_by_name(conn, names):
+    """{name: id} for ``names``; an unknown name is a 400 naming it."""
+    names = set(names)
+    if not names:
+        return {}
+    found = dict(conn.execute(sa.select(RC.c.name, RC.c.id).where(RC.c.name.in_(names))).all())
+    unknown = names - set(found)
+    if unknown:
+        raise errors.BadRequest('Unknown resource class in request: %s'
+                                % ', '.join(sorted(unknown)))
+    return found
+
+
+def create(conn, name):
+    """Insert a custom class; False if it already exists."""
+    try:
+        with conn.begin_nested():
+            conn.execute(RC.insert().values(name=name, created_at=api.utcnow()))
+    except sa.exc.IntegrityError:
+        return False
+    return True
+
+
+def delete(conn, name):
+    if name in os_resource_classes.STANDARDS:
+        raise errors.BadRequest('Cannot delete standard resource class %s.' % name)
+    row = get(conn, name)
+    in_use = conn.execute(
+        sa.select(sa.literal(1)).where(sa.or_(
+            sa.exists().where(tables.inventories.c.resource_class_id == row.id),
+            sa.exists().where(tables.allocations.c.resource_class_id == row.id)))
+    ).first()
+    if in_use:
+        raise errors.Conflict('Error in delete resource class: Cannot delete '
+                              'resource class %s. Class is in use in inventory.' % name)
+    conn.execute(RC.delete().where(RC.c.id == row.id))
+
+
+def rename(conn, old, new):
+    if old in os_resource_classes.STANDARDS:
+        raise errors.BadRequest('Cannot update standard resource class %s' % old)
+    row = get(conn, old)
+    try:
+        with conn.begin_nested():
+            conn.execute(RC.update().where(RC.c.id == row.id)
+                         .values(name=new, updated_at=api.utcnow()))
+    except sa.exc.IntegrityError:
+        raise errors.Conflict('Resource class already exists: %s' % new,
+                              code=errors.DUPLICATE_NAME)
+    return get(conn, new)

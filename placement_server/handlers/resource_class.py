@@ -1,0 +1,82 @@
+"""/resource_classes: list, show, create (POST, and PUT from 1.7), rename
+(PUT before 1.7), delete."""
+import re
+
+from placement_server import errors
+from placement_server import util
+from placement_server.db import api
+from placement_server.db import resource_classes as db
+from placement_server.schemas import resource_class as schema
+
+_CUSTOM = re.compile(schema.CUSTOM_NAME['pattern'])
+
+
+def _link(name):
+    return {'rel': 'self', 'href': '/resource_classes/%s' % name}
+
+
+def _render(row):
+    return {'name': row['name'], 'links': [_link(row['name'])]}
+
+
+@util.since('1.2')
+def list_resource_classes(req):
+    req.context.can('placement:resource_classes:list')
+    util.check_accept(req)
+    with req.db.reader() as conn:
+        rows = db.list_all(conn)
+    return util.json_response(
+        req, {'resource_classes': [_render(r) for r in rows]},
+        modified=util.last_modified(*(r['updated_at'] or r['created_at'] for r in rows)))
+
+
+@util.since('1.2')
+def get_resource_class(req, name):
+    req.context.can('placement:resource_classes:show')
+    util.check_accept(req)
+    with req.db.reader() as conn:
+        row = db.get(conn, name)
+    return util.json_response(req, _render(row),
+                              modified=row['updated_at'] or row['created_at'])
+
+
+@util.since('1.2')
+def create_resource_class(req):
+    req.context.can('placement:resource_classes:create')
+    data = util.extract_json(req, schema.POST)
+    name = data['name']
+    with req.db.writer() as conn:
+        if not db.create(conn, name):
+            raise errors.Conflict('Conflicting resource class already exists: %s' % name,
+                                  code=errors.DUPLICATE_NAME)
+    resp = util.no_content(201)
+    resp.location = '/resource_classes/%s' % name
+    return resp
+
+
+@util.since('1.2')
+@api.retry_on_deadlock
+def update_resource_class(req, name):
+    req.context.can('placement:resource_classes:update')
+    if req.version >= (1, 7):
+        # 1.7+: PUT creates the custom class if it is missing; no body.
+        if not _CUSTOM.match(name):
+            raise errors.BadRequest('Resource class name %s must start with '
+                                    'CUSTOM_ and contain only A-Z, 0-9 and _.' % name)
+        with req.db.writer() as conn:
+            created = db.create(conn, name)
+        resp = util.no_content(201 if created else 204)
+        resp.location = '/resource_classes/%s' % name
+        return resp
+    data = util.extract_json(req, schema.PUT_1_2)
+    with req.db.writer() as conn:
+        row = db.rename(conn, name, data['name'])
+    return util.json_response(req, _render(row))
+
+
+@util.since('1.2')
+def delete_resource_class(req, name):
+    req.context.can('placement:resource_classes:delete')
+    with req.db.writer() as conn:
+        db.delete(conn, name)
+    return util.no_content()

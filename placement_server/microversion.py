@@ -1,0 +1,112 @@
+"""Microversions: the version table and the negotiation.
+
+A request names its version in ``OpenStack-API-Version: placement X.Y``
+(or ``latest``); without the header it gets the minimum. Handlers ask
+``req.version >= (1, 14)``-style questions of the ``Version`` they find on
+the request.
+"""
+import re
+
+SERVICE_TYPE = 'placement'
+HEADER = 'OpenStack-API-Version'
+
+# One line per version: what a client gains by asking for it.
+VERSIONS = [
+    '1.0',   # the initial API
+    '1.1',   # GET/PUT /resource_providers/{uuid}/aggregates
+    '1.2',   # custom resource classes: /resource_classes
+    '1.3',   # member_of filter on GET /resource_providers
+    '1.4',   # resources filter on GET /resource_providers
+    '1.5',   # DELETE /resource_providers/{uuid}/inventories
+    '1.6',   # traits: /traits and /resource_providers/{uuid}/traits
+    '1.7',   # PUT /resource_classes/{name} creates, no body
+    '1.8',   # project_id and user_id required on PUT /allocations
+    '1.9',   # GET /usages?project_id=&user_id=
+    '1.10',  # GET /allocation_candidates
+    '1.11',  # allocations links in provider representations
+    '1.12',  # PUT /allocations takes the dict format of allocation requests
+    '1.13',  # POST /allocations for many consumers at once
+    '1.14',  # nested providers: parent_provider_uuid, root_provider_uuid, in_tree
+    '1.15',  # Last-Modified and Cache-Control headers
+    '1.16',  # limit on GET /allocation_candidates
+    '1.17',  # required traits on GET /allocation_candidates
+    '1.18',  # required traits on GET /resource_providers
+    '1.19',  # aggregates carry the provider generation; PUT needs it
+    '1.20',  # POST /resource_providers returns the provider
+    '1.21',  # member_of on GET /allocation_candidates
+    '1.22',  # forbidden traits (!TRAIT)
+    '1.23',  # error "code" in JSON error bodies
+    '1.24',  # repeated member_of (AND of ORs)
+    '1.25',  # granular request groups on GET /allocation_candidates
+    '1.26',  # inventories with reserved equal to total
+    '1.27',  # provider_summaries list every resource class of a provider
+    '1.28',  # consumer generations on allocation writes
+    '1.29',  # nested providers in allocation candidates
+    '1.30',  # POST /reshaper
+    '1.31',  # in_tree on GET /allocation_candidates
+    '1.32',  # forbidden aggregates (member_of=!)
+    '1.33',  # request group suffixes may be strings
+    '1.34',  # mappings in allocation requests
+    '1.35',  # root_required on GET /allocation_candidates
+    '1.36',  # same_subtree on GET /allocation_candidates
+    '1.37',  # providers may be re-parented and un-parented
+    '1.38',  # consumer types
+    '1.39',  # in: any-of syntax in required traits
+]
+
+
+class Version(tuple):
+    """A (major, minor) pair that compares like one."""
+
+    def __new__(cls, major, minor):
+        return super().__new__(cls, (major, minor))
+
+    @classmethod
+    def parse(cls, text):
+        m = re.fullmatch(r'(\d+)\.(\d+)', text.strip())
+        if not m:
+            raise ValueError(text)
+        return cls(int(m.group(1)), int(m.group(2)))
+
+    def __str__(self):
+        return '%d.%d' % self
+
+
+MIN_VERSION = Version.parse(VERSIONS[0])
+MAX_VERSION = Version.parse(VERSIONS[-1])
+
+
+class InvalidVersion(ValueError):
+    """The header is not a version at all (400)."""
+
+
+class UnacceptableVersion(ValueError):
+    """A well-formed version this server does not offer (406)."""
+
+
+def negotiate(header_value):
+    """Pick the version for a request from its header (or None: the minimum)."""
+    if not header_value:
+        return MIN_VERSION
+    wanted = None
+    # The header may name several services: "placement 1.4, compute 2.1".
+    for part in header_value.split(','):
+        words = part.strip().split(None, 1)
+        if len(words) == 2 and words[0].lower() == SERVICE_TYPE:
+            wanted = words[1].strip()
+    if wanted is None:
+        return MIN_VERSION
+    if wanted.lower() == 'latest':
+        return MAX_VERSION
+    try:
+        version = Version.parse(wanted)
+    except ValueError:
+        raise InvalidVersion('invalid version string: %s' % wanted)
+    if not MIN_VERSION <= version <= MAX_VERSION:
+        raise UnacceptableVersion(
+            'Unacceptable version header: %s' % wanted)
+    return version
+
+
+def response_header(version):
+    return '%s %s' % (SERVICE_TYPE, version)

@@ -1,0 +1,154 @@
+"""What every handler needs: the request, JSON in and out, headers.
+
+Handlers are thin and uniform: check what they accept, decode and validate
+the body or query against a schema picked by microversion, make one call
+into ``db``, and render with ``json_response``.
+"""
+import datetime
+import email.utils
+import functools
+import json
+import uuid as uuidlib
+
+import jsonschema
+import webob
+
+from placement_server import errors
+from placement_server import microversion
+
+
+class Request(webob.Request):
+    """A webob request carrying what the middleware found out."""
+
+    @property
+    def version(self):
+        return self.environ['placement.microversion']
+
+    @property
+    def context(self):
+        return self.environ['placement.context']
+
+    @property
+    def db(self):
+        return self.environ['placement.db']
+
+    @property
+    def conf(self):
+        return self.environ['placement.conf']
+
+
+def since(min_version):
+    """The route does not exist (404) below ``min_version``."""
+    wanted = microversion.Version.parse(min_version)
+
+    def decorate(handler):
+        @functools.wraps(handler)
+        def wrapper(req, **kwargs):
+            if req.version < wanted:
+                raise errors.NotFound('The resource could not be found.')
+            return handler(req, **kwargs)
+        wrapper.min_version = wanted
+        return wrapper
+    return decorate
+
+
+def _json_default(value):
+    if isinstance(value, datetime.datetime):
+        return value.isoformat()
+    raise TypeError(repr(value))
+
+
+def last_modified(*stamps):
+    """The newest of the given timestamps (None ones ignored), or now."""
+    stamps = [s for s in stamps if s is not None]
+    if not stamps:
+        return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+    return max(stamps)
+
+
+def json_response(req, body, status=200, modified=None, headers=None):
+    """Render ``body`` as JSON; from 1.15 with Last-Modified and no-cache.
+
+    ``modified`` is the newest timestamp of what the body shows: pass it
+    for representations of stored things (GET, and writes that return the
+    written object).
+    """
+    resp = webob.Response(status=status, charset='utf-8',
+                          content_type='application/json')
+    resp.body = json.dumps(body, default=_json_default).encode('utf-8')
+    if modified is not None and req.version >= (1, 15):
+        if modified.tzinfo is None:
+            modified = modified.replace(tzinfo=datetime.timezone.utc)
+        resp.headers['Last-Modified'] = email.utils.format_datetime(modified, usegmt=True)
+        resp.headers['Cache-Control'] = 'no-cache'
+    for k, v in (headers or {}).items():
+        resp.headers[k] = v
+    return resp
+
+
+def no_content(status=204):
+    resp = webob.Response(status=status)
+    # A 204 has no body and so no content type.
+    resp.content_type = None
+    return resp
+
+
+def check_accept(req):
+    """GET handlers speak JSON only (406 otherwise)."""
+    if req.accept and not req.accept.acceptable_offers(['application/json']):
+        raise errors.NotAcceptable('Only application/json is provided')
+
+
+def extract_json(req, schema):
+    """The request body decoded and validated against ``schema``."""
+    if req.content_type != 'application/json':
+        raise errors.UnsupportedMediaType(
+            'The media type %s is not supported, use application/json'
+            % (req.content_type or None))
+    try:
+        data = json.loads(req.body)
+    except ValueError as e:
+        raise errors.BadRequest('Malformed JSON: %s' % e)
+    validate(data, schema)
+    return data
+
+
+def validate(data, schema, what='JSON'):
+    try:
+        jsonschema.validate(data, schema, format_checker=FORMAT_CHECKER)
+    except jsonschema.ValidationError as e:
+        raise errors.BadRequest('%s does not validate: %s' % (what, e.message))
+
+
+def query_params(req, schema):
+    """The query string as a dict (one value a key), validated by ``schema``.
+
+    Repeatable keys (member_of, required, ...) are read with
+    ``req.GET.getall`` by the handler; this checks the key set and values.
+    """
+    params = {k: req.GET.getall(k)[-1] for k in req.GET}
+    try:
+        jsonschema.validate(params, schema, format_checker=FORMAT_CHECKER)
+    except jsonschema.ValidationError as e:
+        raise errors.BadRequest('Invalid query string parameters: %s' % e.message)
+    return params
+
+
+FORMAT_CHECKER = jsonschema.FormatChecker()
+
+
+@FORMAT_CHECKER.checks('uuid')
+def _is_uuid(value):
+    # Placement accepts uuids with or without dashes, any case.
+    if not isinstance(value, str):
+        return True
+    try:
+        uuidlib.UUID(value)
+    except ValueError:
+        return False
+    return True
+
+
+def normalize_uuid(value):
+    """The canonical dashed lowercase form of a uuid accepted by the API."""
+    return str(uuidlib.UUID(value))

@@ -1,0 +1,108 @@
+"""The WSGI application: middleware stack around the router.
+
+From the outside in:
+
+  PlacementApp   request id, microversion, error rendering (every error a
+                 JSON body with a code, never a traceback)
+  auth           noauth2 or keystonemiddleware (sets X-User-Id, X-Roles...)
+  dispatch       builds the RequestContext, routes, calls the handler
+
+``init_application()`` is the entry point WSGI servers import
+(``placement_server.wsgi:init_application()``, or the module-level
+``application`` via ``placement_server.wsgi_app``).
+"""
+import json
+import logging
+import re
+import uuid
+
+import webob
+
+from placement_server import auth
+from placement_server import context
+from placement_server import errors
+from placement_server import handlers
+from placement_server import microversion
+from placement_server import router
+from placement_server import util
+
+LOG = logging.getLogger(__name__)
+
+_REQUEST_ID = re.compile(r'^req-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$')
+
+
+def _error_body(err, request_id, version):
+    error = {'status': err.status, 'title': err.title, 'detail': err.detail,
+             'request_id': request_id}
+    if version is None or version >= (1, 23):
+        error['code'] = err.code
+    return json.dumps({'errors': [error]}).encode('utf-8')
+
+
+class Dispatcher:
+    """Innermost app: context, route, handler."""
+
+    def __init__(self, db, conf):
+        self.db = db
+        self.conf = conf
+        self.router = router.Router(handlers.ROUTES)
+
+    def __call__(self, environ, start_response):
+        environ['placement.db'] = self.db
+        environ['placement.conf'] = self.conf
+        ctx = context.RequestContext.from_environ(environ)
+        ctx.request_id = environ['placement.request_id']
+        environ['placement.context'] = ctx
+        req = util.Request(environ)
+        handler, kwargs = self.router.match(req.method, req.path_info)
+        resp = handler(req, **kwargs)
+        return resp(environ, start_response)
+
+
+class PlacementApp:
+    """Outermost app: what every response carries, and error rendering."""
+
+    def __init__(self, app):
+        self.app = app
+
+    def __call__(self, environ, start_response):
+        request_id = 'req-%s' % uuid.uuid4()
+        environ['placement.request_id'] = request_id
+        environ['openstack.request_id'] = request_id
+        global_id = environ.get('HTTP_X_OPENSTACK_REQUEST_ID')
+        if global_id and _REQUEST_ID.match(global_id):
+            environ['openstack.global_request_id'] = global_id
+        version = None
+        try:
+            try:
+                version = microversion.negotiate(environ.get('HTTP_OPENSTACK_API_VERSION'))
+            except microversion.InvalidVersion as e:
+                raise errors.BadRequest(str(e))
+            except microversion.UnacceptableVersion as e:
+                raise errors.NotAcceptable(str(e))
+            environ['placement.microversion'] = version
+            resp = webob.Request(environ).get_response(self.app)
+        except errors.PlacementError as err:
+            resp = webob.Response(status=err.status, content_type='application/json',
+                                  charset='utf-8')
+            resp.body = _error_body(err, request_id, version)
+            resp.headers.update(err.headers)
+        except Exception:
+            LOG.exception('unexpected error handling %s %s',
+                          environ.get('REQUEST_METHOD'), environ.get('PATH_INFO'))
+            err = errors.PlacementError('An unexpected error occurred; the '
+                                        'server log has the details.')
+            err.status = 500
+            resp = webob.Response(status=500, content_type='application/json',
+                                  charset='utf-8')
+            resp.body = _error_body(err, request_id, version)
+        resp.headers['x-openstack-request-id'] = request_id
+        if version is not None:
+            resp.headers['OpenStack-API-Version'] = microversion.response_header(version)
+        resp.headers['Vary'] = microversion.HEADER
+        return resp(environ, start_response)
+
+
+def make_app(conf, db):
+    """The full application for ``conf`` on database ``db``."""
+    return PlacementApp(auth.wrap(Dispatcher(db, conf), conf))

@@ -1,0 +1,58 @@
+"""The driver interface: what a discovery source gives the agent.
+
+A driver reads one source (libvirt, the bare host, a YAML file) and answers
+one question, ``discover()``: which providers this host should have and
+which instances run on it, consuming what from which provider. Drivers
+never speak HTTP.
+"""
+import abc
+import dataclasses
+
+from tracker.providers.provider import Provider  # noqa: F401 (re-exported)
+
+
+@dataclasses.dataclass
+class Instance:
+    """A running instance (a placement consumer) and what it consumes.
+
+    ``allocations`` maps a provider uuid to ``{resource_class: amount}``.
+    """
+    uuid: str
+    name: str = ''
+    project_id: str | None = None
+    user_id: str | None = None
+    allocations: dict = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class HostSnapshot:
+    """Everything one discovery saw.
+
+    ``providers`` lists the providers this host should have, parents before
+    children; the first is the root compute node. ``instances`` lists the
+    instances running on the host.
+    """
+    hostname: str
+    providers: list = dataclasses.field(default_factory=list)
+    instances: list = dataclasses.field(default_factory=list)
+
+    @property
+    def root(self):
+        return self.providers[0]
+
+    def provider(self, uuid):
+        return next(p for p in self.providers if p.uuid == uuid)
+
+
+class Driver(abc.ABC):
+    """A discovery source."""
+
+    #: the name used in configuration ([tracker] driver = ...)
+    name = None
+
+    @abc.abstractmethod
+    def discover(self):
+        """Return a ``HostSnapshot`` of the host as it is now."""
+
+    def close(self):
+        """Release connections; the default holds none."""
