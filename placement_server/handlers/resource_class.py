@@ -80,3 +80,12 @@ def delete_resource_class(req, name):
     with req.db.writer() as conn:
         db.delete(conn, name)
     return util.no_content()
+
+
+ROUTES = [
+    ('/resource_classes', {'GET': list_resource_classes,
+                           'POST': create_resource_class}),
+    ('/resource_classes/{name}', {'GET': get_resource_class,
+                                  'PUT': update_resource_class,
+                                  'DELETE': delete_resource_class}),
+]

@@ -1,0 +1,3 @@
+"""Placeholder: the owner fills this in."""
+
+ROUTES = []
