@@ -1,0 +1,219 @@
+"""Upstream OpenStack Placement, side by side with ours.
+
+Upstream openstack-placement (from PyPI) lives in its own virtualenv,
+``.venv-upstream`` at the top of the tree (``PLACEMENT_UPSTREAM_VENV``
+moves it): created on first use, reused while its pins are unchanged.
+``UpstreamPlacement`` syncs a database with upstream's own
+``placement-manage`` and serves it as a real process under gunicorn,
+the WSGI server ours uses, with ``auth_strategy = noauth2``.
+
+Tests get a running upstream through the ``upstream_placement`` fixture
+(its base URL, on SQLite, rows wiped between tests)::
+
+    def test_something(upstream_placement):
+        requests.get(upstream_placement + '/', ...)
+
+The benchmarks (bench/) use the same class on PostgreSQL as well.
+"""
+import contextlib
+import fcntl
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+import requests
+import sqlalchemy as sa
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+VENV = os.environ.get('PLACEMENT_UPSTREAM_VENV', os.path.join(TOP, '.venv-upstream'))
+
+# Verified together on Python 3.11 (placement serves 1.0-1.39).
+# gunicorn is pinned to the version in our own venv so both servers run
+# the same WSGI server; placeload is the gate's workload generator.
+PINS = (
+    'openstack-placement==16.0.0',
+    'SQLAlchemy==2.1.9',
+    'oslo.db==18.1.1',
+    'gunicorn==27.0.1',
+    'psycopg2-binary==2.9.13',
+    'PyMySQL==1.2.4',
+    'placeload==0.4.0',
+)
+
+START_TIMEOUT = 60.0
+
+
+def venv_bin(name):
+    return os.path.join(VENV, 'bin', name)
+
+
+def ensure_venv():
+    """Create (or reuse) the upstream virtualenv; return its path."""
+    os.makedirs(os.path.dirname(VENV) or '.', exist_ok=True)
+    marker = os.path.join(VENV, 'upstream-pins.txt')
+    wanted = '\n'.join(PINS) + '\n'
+    # Parallel test workers may all get here: one installs, the others wait.
+    with open(VENV.rstrip('/') + '.lock', 'w') as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _read(marker) == wanted:
+            return VENV
+        if not os.path.exists(venv_bin('python')):
+            subprocess.run([sys.executable, '-m', 'venv', VENV], check=True)
+        subprocess.run([venv_bin('python'), '-m', 'pip', 'install', '-q'] + list(PINS),
+                       check=True)
+        with open(marker, 'w') as f:
+            f.write(wanted)
+    return VENV
+
+
+def _read(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def free_port():
+    with contextlib.closing(socket.socket()) as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
+def clean_env(**extra):
+    """The environment for a child in another virtualenv."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ('PYTHONPATH', 'VIRTUAL_ENV', 'PYTHONHOME')
+           and not k.startswith(('OS_', 'PLACEMENT_'))}
+    env.update(extra)
+    return env
+
+
+def wait_until_up(url, proc, log_path, timeout=START_TIMEOUT):
+    """Poll GET / until it answers 200; fail with the server log if not."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            break
+        try:
+            if requests.get(url + '/', timeout=2).status_code == 200:
+                return
+        except requests.RequestException:
+            pass
+        time.sleep(0.2)
+    tail = (_read(log_path) or '')[-3000:]
+    raise RuntimeError('server at %s did not come up (exit %s):\n%s'
+                       % (url, proc.poll(), tail))
+
+
+def stop_process(proc, timeout=15):
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()  # gunicorn: graceful stop of the master and workers
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+class UpstreamPlacement:
+    """Upstream placement on ``db_url``, served by gunicorn on loopback."""
+
+    def __init__(self, db_url, workdir, workers=1, port=None):
+        self.db_url = db_url
+        self.workdir = workdir
+        self.workers = workers
+        self.port = port or free_port()
+        self.url = 'http://127.0.0.1:%d' % self.port
+        self.proc = None
+        self.log_path = os.path.join(workdir, 'upstream-placement.log')
+        self.conf_path = os.path.join(workdir, 'placement.conf')
+
+    def write_config(self):
+        os.makedirs(self.workdir, exist_ok=True)
+        with open(self.conf_path, 'w') as f:
+            f.write('[DEFAULT]\nuse_stderr = true\n'
+                    '[api]\nauth_strategy = noauth2\n'
+                    '[placement_database]\nconnection = %s\n' % self.db_url)
+
+    def sync_db(self):
+        self.write_config()
+        result = subprocess.run(
+            [venv_bin('placement-manage'), '--config-file', self.conf_path, 'db', 'sync'],
+            env=clean_env(), capture_output=True, text=True)
+        if result.returncode:
+            raise RuntimeError('upstream db sync failed: %s%s'
+                               % (result.stdout, result.stderr))
+
+    def start(self):
+        ensure_venv()
+        self.sync_db()
+        log = open(self.log_path, 'ab')
+        self.proc = subprocess.Popen(
+            [venv_bin('gunicorn'), '--no-control-socket',
+             '--bind', '127.0.0.1:%d' % self.port,
+             '--workers', str(self.workers),
+             'placement.wsgi.api:application'],
+            env=clean_env(OS_PLACEMENT_CONFIG_DIR=self.workdir),
+            cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+        try:
+            wait_until_up(self.url, self.proc, self.log_path)
+        except Exception:
+            self.stop()
+            raise
+        return self.url
+
+    def stop(self):
+        stop_process(self.proc)
+        self.proc = None
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+# Upstream's tables, children before parents. Resource classes and traits
+# are kept: upstream caches them per worker, so deleting them under a
+# running server would leave its caches stale.
+_WIPE_ORDER = ('allocations', 'consumers', 'projects', 'users', 'inventories',
+               'resource_provider_traits', 'resource_provider_aggregates',
+               'placement_aggregates')
+
+
+def wipe(db_url):
+    """Delete every provider, allocation and consumer upstream holds."""
+    engine = sa.create_engine(db_url)
+    try:
+        with engine.begin() as conn:
+            for table in _WIPE_ORDER:
+                conn.exec_driver_sql('DELETE FROM %s' % table)
+            conn.exec_driver_sql('UPDATE resource_providers SET parent_provider_id = NULL, '
+                                 'root_provider_id = NULL')
+            conn.exec_driver_sql('DELETE FROM resource_providers')
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture(scope='session')
+def _upstream_server(tmp_path_factory):
+    workdir = str(tmp_path_factory.mktemp('upstream'))
+    server = UpstreamPlacement('sqlite:///%s' % os.path.join(workdir, 'placement.sqlite'),
+                               workdir)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def upstream_placement(_upstream_server):
+    """Base URL of a running upstream placement (noauth2, SQLite), empty."""
+    wipe(_upstream_server.db_url)
+    return _upstream_server.url
