@@ -1,0 +1,155 @@
+"""ProviderTree: the tracker's in-memory picture of a provider tree.
+
+One tree holds the providers of one host (a root compute node and its
+children), or what placement holds for them. It is a plain container: it
+speaks no HTTP and reads no hardware. Every method takes the lock, and
+everything handed out is a copy, so the agent's cycle, the audit and the
+report client can share one tree across threads.
+"""
+import threading
+
+from tracker.providers.provider import Provider
+
+
+class ProviderTree:
+
+    def __init__(self, providers=()):
+        self._lock = threading.RLock()
+        self._by_uuid = {}      # uuid -> Provider (our own copy)
+        for provider in providers:
+            self.add(provider)
+
+    # -- reading ----------------------------------------------------------
+
+    def __len__(self):
+        with self._lock:
+            return len(self._by_uuid)
+
+    def __contains__(self, name_or_uuid):
+        return self.find(name_or_uuid) is not None
+
+    def uuids(self):
+        with self._lock:
+            return set(self._by_uuid)
+
+    def find(self, name_or_uuid):
+        """A copy of the provider with this uuid or name, or None."""
+        with self._lock:
+            found = self._find(name_or_uuid)
+            return found.copy() if found else None
+
+    def get(self, name_or_uuid):
+        """Like find(), but a missing provider is a KeyError."""
+        found = self.find(name_or_uuid)
+        if found is None:
+            raise KeyError(name_or_uuid)
+        return found
+
+    def roots(self):
+        with self._lock:
+            return [p.copy() for p in self._by_uuid.values()
+                    if p.parent_uuid not in self._by_uuid]
+
+    def children(self, uuid):
+        with self._lock:
+            return [p.copy() for p in self._by_uuid.values()
+                    if p.parent_uuid == uuid]
+
+    def subtree(self, uuid):
+        """``uuid`` and everything under it, parents first."""
+        with self._lock:
+            return [p.copy() for p in self._ordered()
+                    if uuid in self._lineage(p.uuid)]
+
+    def root_of(self, uuid):
+        with self._lock:
+            return self._lineage(uuid)[-1]
+
+    def providers(self):
+        """Every provider, parents before their children."""
+        with self._lock:
+            return [p.copy() for p in self._ordered()]
+
+    def snapshot(self):
+        """An independent deep copy of the whole tree."""
+        with self._lock:
+            return ProviderTree(self._ordered())
+
+    # -- writing ----------------------------------------------------------
+
+    def add(self, provider):
+        """Add a provider; its parent, if any, must already be here."""
+        with self._lock:
+            if provider.uuid in self._by_uuid:
+                raise ValueError('provider %s is already in the tree'
+                                 % provider.uuid)
+            if self._find_name(provider.name) is not None:
+                raise ValueError('a provider named %r is already in the tree'
+                                 % provider.name)
+            if provider.parent_uuid and provider.parent_uuid not in self._by_uuid:
+                raise ValueError('provider %s: parent %s is not in the tree'
+                                 % (provider.uuid, provider.parent_uuid))
+            self._by_uuid[provider.uuid] = provider.copy()
+
+    def put(self, provider):
+        """Add the provider, or replace the one with its uuid."""
+        with self._lock:
+            if provider.uuid in self._by_uuid:
+                self._by_uuid[provider.uuid] = provider.copy()
+            else:
+                self.add(provider)
+
+    def remove(self, uuid):
+        """Remove a provider and everything under it; returns the uuids."""
+        with self._lock:
+            gone = [p.uuid for p in self._ordered()
+                    if uuid in self._lineage(p.uuid)]
+            for each in gone:
+                del self._by_uuid[each]
+            return gone
+
+    def update(self, uuid, **fields):
+        """Change some fields of one provider (generation, traits, ...)."""
+        with self._lock:
+            current = self._by_uuid[uuid]
+            for name, value in fields.items():
+                if not hasattr(current, name):
+                    raise AttributeError(name)
+                setattr(current, name, value)
+            self._by_uuid[uuid] = current.copy()
+
+    # -- internals (lock held) ---------------------------------------------
+
+    def _find(self, name_or_uuid):
+        return self._by_uuid.get(name_or_uuid) or self._find_name(name_or_uuid)
+
+    def _find_name(self, name):
+        return next((p for p in self._by_uuid.values() if p.name == name), None)
+
+    def _lineage(self, uuid):
+        """uuid, its parent, ... up to the root within this tree."""
+        chain = [uuid]
+        seen = {uuid}
+        parent = self._by_uuid[uuid].parent_uuid
+        while parent in self._by_uuid and parent not in seen:
+            chain.append(parent)
+            seen.add(parent)
+            parent = self._by_uuid[parent].parent_uuid
+        return chain
+
+    def _ordered(self):
+        depth = {u: len(self._lineage(u)) for u in self._by_uuid}
+        # stable within a level: the order providers were added in
+        order = {u: i for i, u in enumerate(self._by_uuid)}
+        return [self._by_uuid[u] for u in sorted(self._by_uuid,
+                                                 key=lambda u: (depth[u], order[u]))]
+
+
+def as_tree(desired):
+    """A ProviderTree from a tree or from a list of providers, parents first."""
+    if isinstance(desired, ProviderTree):
+        return desired
+    return ProviderTree(desired)
+
+
+__all__ = ['ProviderTree', 'Provider', 'as_tree']
