@@ -1,3 +1,143 @@
-"""Placeholder: the owner fills this in."""
+"""/resource_providers: create, list (with filters), show, update, delete."""
+import uuid as uuidlib
 
-ROUTES = []
+import sqlalchemy as sa
+
+from placement_server import query
+from placement_server import util
+from placement_server.db import api
+from placement_server.db import provider_filters
+from placement_server.db import providers as db
+from placement_server.schemas import resource_provider as schema
+
+
+def links(req, uuid):
+    """The provider's links; each version adds the routes it introduced."""
+    base = '/resource_providers/%s' % uuid
+    found = [{'rel': 'self', 'href': base},
+             {'rel': 'inventories', 'href': base + '/inventories'},
+             {'rel': 'usages', 'href': base + '/usages'}]
+    for wanted, rel in (((1, 1), 'aggregates'), ((1, 6), 'traits'),
+                        ((1, 11), 'allocations')):
+        if req.version >= wanted:
+            found.append({'rel': rel, 'href': '%s/%s' % (base, rel)})
+    return found
+
+
+def render(req, row):
+    body = {'uuid': row['uuid'], 'name': row['name'],
+            'generation': row['generation'], 'links': links(req, row['uuid'])}
+    if req.version >= (1, 14):
+        body['parent_provider_uuid'] = row['parent_provider_uuid']
+        body['root_provider_uuid'] = row['root_provider_uuid']
+    return body
+
+
+def _modified(row):
+    return row['updated_at'] or row['created_at']
+
+
+@api.retry_on_deadlock
+def _create(database, uuid, name, parent_uuid):
+    with database.writer() as conn:
+        db.create(conn, uuid, name, parent_uuid)
+        return db.get_view(conn, uuid)
+
+
+def create_resource_provider(req):
+    req.context.can('placement:resource_providers:create')
+    data = util.extract_json(
+        req, schema.POST_1_14 if req.version >= (1, 14) else schema.POST_1_0)
+    uuid = util.normalize_uuid(data['uuid']) if 'uuid' in data else str(uuidlib.uuid4())
+    parent = data.get('parent_provider_uuid')
+    row = _create(req.db, uuid, data['name'],
+                  util.normalize_uuid(parent) if parent else None)
+    location = '/resource_providers/%s' % uuid
+    if req.version >= (1, 20):
+        return util.json_response(req, render(req, row), status=201,
+                                  modified=_modified(row),
+                                  headers={'Location': location})
+    resp = util.no_content(201)
+    resp.location = location
+    return resp
+
+
+def _filters(req):
+    """Keyword arguments for provider_filters.conditions from the query."""
+    params = util.query_params(req, schema.list_schema(req.version))
+    filters = {}
+    if 'name' in params:
+        filters['name'] = params['name']
+    if 'uuid' in params:
+        filters['uuid'] = util.normalize_uuid(params['uuid'])
+    if 'member_of' in params:
+        filters['member_of'], filters['forbidden_aggregates'] = query.parse_member_of(
+            req.GET.getall('member_of'), req.version)
+    if 'resources' in params:
+        filters['resources'] = query.parse_resources(params['resources'])
+    if 'in_tree' in params:
+        filters['in_tree'] = util.normalize_uuid(params['in_tree'])
+    if 'required' in params:
+        filters['required'], filters['forbidden_traits'] = query.parse_required(
+            req.GET.getall('required'), req.version)
+    return filters
+
+
+def list_resource_providers(req):
+    req.context.can('placement:resource_providers:list')
+    util.check_accept(req)
+    filters = _filters(req)
+    with req.db.reader() as conn:
+        where = provider_filters.conditions(conn, **filters)
+        rows = conn.execute(db.view_query().where(sa.and_(sa.true(), *where))
+                            .order_by(db.RP.c.id)).mappings().all()
+    return util.json_response(
+        req, {'resource_providers': [render(req, r) for r in rows]},
+        modified=util.last_modified(*(_modified(r) for r in rows)))
+
+
+def get_resource_provider(req, uuid):
+    req.context.can('placement:resource_providers:show')
+    util.check_accept(req)
+    with req.db.reader() as conn:
+        row = db.get_view(conn, uuid)
+    return util.json_response(req, render(req, row), modified=_modified(row))
+
+
+@api.retry_on_deadlock
+def _update(database, uuid, data, allow_reparent):
+    with database.writer() as conn:
+        parent = data.get('parent_provider_uuid', db.UNSET)
+        if parent not in (None, db.UNSET):
+            parent = util.normalize_uuid(parent)
+        db.update(conn, uuid, data['name'], parent, allow_reparent)
+        return db.get_view(conn, uuid)
+
+
+def update_resource_provider(req, uuid):
+    req.context.can('placement:resource_providers:update')
+    data = util.extract_json(
+        req, schema.PUT_1_14 if req.version >= (1, 14) else schema.PUT_1_0)
+    row = _update(req.db, uuid, data, req.version >= (1, 37))
+    return util.json_response(req, render(req, row), modified=_modified(row))
+
+
+@api.retry_on_deadlock
+def _delete(database, uuid):
+    with database.writer() as conn:
+        db.delete(conn, uuid)
+
+
+def delete_resource_provider(req, uuid):
+    req.context.can('placement:resource_providers:delete')
+    _delete(req.db, uuid)
+    return util.no_content()
+
+
+ROUTES = [
+    ('/resource_providers', {'GET': list_resource_providers,
+                             'POST': create_resource_provider}),
+    ('/resource_providers/{uuid}', {'GET': get_resource_provider,
+                                    'PUT': update_resource_provider,
+                                    'DELETE': delete_resource_provider}),
+]

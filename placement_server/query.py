@@ -1,0 +1,122 @@
+"""The query parameters that select providers, parsed per microversion.
+
+``member_of``, ``required``, ``resources`` and ``in_tree`` mean the same on
+GET /resource_providers and GET /allocation_candidates; both parse them
+here into plain values (groups of uuids or trait names, amounts by class
+name) that ``db.provider_filters`` turns into SQL.
+"""
+import uuid as uuidlib
+
+from placement_server import errors
+
+
+def _bad(detail):
+    return errors.BadRequest('Invalid query string parameters: %s' % detail,
+                             code=errors.QUERYPARAM_BAD_VALUE)
+
+
+def _uuids(text, value):
+    found = []
+    for item in text.split(','):
+        try:
+            found.append(str(uuidlib.UUID(item)))
+        except ValueError:
+            raise _bad("Expected 'member_of' parameter to contain valid UUID(s). "
+                       "Got: %s" % value)
+    return found
+
+
+def parse_member_of(values, version):
+    """(groups, forbidden): providers must be in one aggregate of every
+    group (AND of ORs) and in none of ``forbidden``.
+
+    ``member_of=in:A,B`` is one any-of group (1.3); repeating the parameter
+    ANDs groups (1.24); ``!A`` and ``!in:A,B`` forbid (1.32).
+    """
+    if len(values) > 1 and version < (1, 24):
+        raise _bad('Multiple member_of parameters are not supported before '
+                   'microversion 1.24.')
+    groups, forbidden = [], set()
+    for value in values:
+        text, negate = value, False
+        if text.startswith('!') and version >= (1, 32):
+            text, negate = text[1:], True
+        if text.startswith('in:'):
+            uuids = _uuids(text[3:], value)
+        else:
+            uuids = _uuids(text, value)
+            if len(uuids) > 1:
+                raise _bad("Expected 'member_of' parameter with more than one "
+                           "UUID to begin with 'in:'. Got: %s" % value)
+        if negate:
+            forbidden.update(uuids)
+        else:
+            groups.append(set(uuids))
+    return groups, forbidden
+
+
+def _trait_names(text, value):
+    names = text.split(',')
+    if not all(names):
+        raise _bad("Expected 'required' parameter value of the form: "
+                   "HW_CPU_X86_VMX,CUSTOM_MAGIC. Got: %s" % value)
+    return names
+
+
+def parse_required(values, version):
+    """(groups, forbidden) trait names: a provider has one trait of every
+    group and none of ``forbidden``.
+
+    ``required=A,B`` requires each (1.18); ``!A`` forbids (1.22);
+    ``in:A,B`` is an any-of group and the parameter repeats (1.39).
+    """
+    if len(values) > 1 and version < (1, 39):
+        raise _bad('Multiple required parameters are not supported before '
+                   'microversion 1.39.')
+    groups, forbidden = [], set()
+    for value in values:
+        if value.startswith('in:') and version >= (1, 39):
+            names = _trait_names(value[3:], value)
+            if any(n.startswith('!') for n in names):
+                raise _bad("Forbidden traits cannot be inside an 'in:' group. "
+                           "Got: %s" % value)
+            groups.append(set(names))
+            continue
+        for name in _trait_names(value, value):
+            if name.startswith('!'):
+                if version < (1, 22):
+                    raise _bad("Expected 'required' parameter value of the form: "
+                               "HW_CPU_X86_VMX,CUSTOM_MAGIC. Got: %s" % value)
+                if not name[1:]:
+                    raise _bad("Empty trait name in 'required'. Got: %s" % value)
+                forbidden.add(name[1:])
+            else:
+                groups.append({name})
+    both = forbidden & set().union(*groups) if groups else set()
+    if both:
+        raise _bad("Traits cannot be both required and forbidden: %s"
+                   % ', '.join(sorted(both)))
+    return groups, forbidden
+
+
+def parse_resources(value):
+    """{class name: amount} from ``VCPU:2,MEMORY_MB:1024``."""
+    amounts = {}
+    for item in value.split(','):
+        name, sep, amount = item.partition(':')
+        if not sep or not name or not amount:
+            raise errors.BadRequest(
+                'Badly formed resources parameter. Expected resources query '
+                'string parameter in form: ?resources=VCPU:2,MEMORY_MB:1024. '
+                'Got: %s.' % value, code=errors.QUERYPARAM_BAD_VALUE)
+        try:
+            amount = int(amount)
+        except ValueError:
+            amount = 0
+        if amount < 1:
+            raise errors.BadRequest(
+                'Requested resource %s expected positive integer amount. '
+                'Got: %s.' % (name, item.partition(':')[2]),
+                code=errors.QUERYPARAM_BAD_VALUE)
+        amounts[name] = amount
+    return amounts
