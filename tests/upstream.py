@@ -109,6 +109,27 @@ def wait_until_up(url, proc, log_path, timeout=START_TIMEOUT):
                        % (url, proc.poll(), tail))
 
 
+def gunicorn_command(gunicorn, app, port, workers):
+    """The one gunicorn command line both servers run under (benchmarks
+    compare like with like): sync workers on loopback, no control socket
+    (several servers share this machine)."""
+    return [gunicorn, '--no-control-socket', '--bind', '127.0.0.1:%d' % port,
+            '--workers', str(workers), app]
+
+
+def write_config(path, db_url, options=None):
+    """A placement.conf: noauth2, ``db_url``, plus {(section, key): value}."""
+    sections = {'DEFAULT': {'use_stderr': 'true'},
+                'api': {'auth_strategy': 'noauth2'},
+                'placement_database': {'connection': db_url}}
+    for (section, key), value in (options or {}).items():
+        sections.setdefault(section, {})[key] = str(value)
+    with open(path, 'w') as f:
+        for section, values in sections.items():
+            f.write('[%s]\n' % section)
+            f.writelines('%s = %s\n' % kv for kv in values.items())
+
+
 def stop_process(proc, timeout=15):
     if proc is None or proc.poll() is not None:
         return
@@ -120,44 +141,40 @@ def stop_process(proc, timeout=15):
         proc.wait()
 
 
-class UpstreamPlacement:
-    """Upstream placement on ``db_url``, served by gunicorn on loopback."""
+class PlacementServer:
+    """A placement WSGI app on ``db_url``, served by gunicorn on loopback.
 
-    def __init__(self, db_url, workdir, workers=1, port=None):
+    Subclasses say which gunicorn, which app and how the schema is made;
+    the rest (config file, process, readiness, stop) is shared so that two
+    implementations run under exactly the same settings.
+    """
+    name = None
+    app = None
+
+    def __init__(self, db_url, workdir, workers=1, port=None, options=None):
         self.db_url = db_url
         self.workdir = workdir
         self.workers = workers
+        self.options = options
         self.port = port or free_port()
         self.url = 'http://127.0.0.1:%d' % self.port
         self.proc = None
-        self.log_path = os.path.join(workdir, 'upstream-placement.log')
+        self.log_path = os.path.join(workdir, '%s-placement.log' % self.name)
         self.conf_path = os.path.join(workdir, 'placement.conf')
 
-    def write_config(self):
-        os.makedirs(self.workdir, exist_ok=True)
-        with open(self.conf_path, 'w') as f:
-            f.write('[DEFAULT]\nuse_stderr = true\n'
-                    '[api]\nauth_strategy = noauth2\n'
-                    '[placement_database]\nconnection = %s\n' % self.db_url)
+    def gunicorn(self):
+        raise NotImplementedError
 
     def sync_db(self):
-        self.write_config()
-        result = subprocess.run(
-            [venv_bin('placement-manage'), '--config-file', self.conf_path, 'db', 'sync'],
-            env=clean_env(), capture_output=True, text=True)
-        if result.returncode:
-            raise RuntimeError('upstream db sync failed: %s%s'
-                               % (result.stdout, result.stderr))
+        raise NotImplementedError
 
     def start(self):
-        ensure_venv()
+        os.makedirs(self.workdir, exist_ok=True)
+        write_config(self.conf_path, self.db_url, self.options)
         self.sync_db()
         log = open(self.log_path, 'ab')
         self.proc = subprocess.Popen(
-            [venv_bin('gunicorn'), '--no-control-socket',
-             '--bind', '127.0.0.1:%d' % self.port,
-             '--workers', str(self.workers),
-             'placement.wsgi.api:application'],
+            gunicorn_command(self.gunicorn(), self.app, self.port, self.workers),
             env=clean_env(OS_PLACEMENT_CONFIG_DIR=self.workdir),
             cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT)
         log.close()
@@ -178,6 +195,25 @@ class UpstreamPlacement:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+class UpstreamPlacement(PlacementServer):
+    """Upstream openstack-placement from its own virtualenv."""
+    name = 'upstream'
+    app = 'placement.wsgi.api:application'
+
+    def gunicorn(self):
+        ensure_venv()
+        return venv_bin('gunicorn')
+
+    def sync_db(self):
+        ensure_venv()
+        result = subprocess.run(
+            [venv_bin('placement-manage'), '--config-file', self.conf_path, 'db', 'sync'],
+            env=clean_env(), capture_output=True, text=True)
+        if result.returncode:
+            raise RuntimeError('upstream db sync failed: %s%s'
+                               % (result.stdout, result.stderr))
 
 
 # Upstream's tables, children before parents. Resource classes and traits
