@@ -1,0 +1,294 @@
+"""The agent: one cycle is discover -> sync, repeated for months.
+
+``Agent`` is an oslo.service service (start/stop/wait/reset). Its loop runs
+a cycle, then waits ``interval`` plus a random jitter, or less when woken:
+by a hardware event, an RPC ``refresh``, or a stop. While placement is
+unreachable it retries with a doubling backoff and logs once per change of
+state. A stop lets the running cycle finish: every write is keyed by a
+stable uuid and a generation, so even a kill -9 mid-cycle leaves nothing
+the next cycle cannot converge.
+"""
+import dataclasses
+import logging
+import random
+import signal
+import threading
+import time
+
+from oslo_service import service
+
+from tracker import agent_opts
+from tracker import audit as audit_mod
+from tracker import metrics as metrics_mod
+from tracker import notify
+from tracker import systemd
+
+LOG = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class CycleResult:
+    ok: bool
+    reachable: bool
+    duration: float = 0.0
+    writes: int = 0
+    conflicts: int = 0
+    changes: list = dataclasses.field(default_factory=list)
+    error: str = ''
+
+    def summary(self):
+        if not self.ok:
+            return 'cycle failed: %s' % self.error
+        return ('cycle synced in %.2fs: %d write(s), %d conflict(s), '
+                '%d change(s)' % (self.duration, self.writes, self.conflicts,
+                                  len(self.changes)))
+
+
+def _count(result, *names):
+    """How many items the named fields of a sync result hold."""
+    total = 0
+    for name in names:
+        value = getattr(result, name, None)
+        if isinstance(value, bool) or value is None:
+            continue
+        total += value if isinstance(value, int) else len(value)
+    return total
+
+
+def _placement_errors():
+    from tracker import report_client
+    return (report_client.PlacementUnreachable,)
+
+
+class Agent(service.ServiceBase):
+    def __init__(self, conf, driver=None, client=None, publisher=None,
+                 sd_notifier=None, rng=None):
+        self.conf = conf
+        self.host = agent_opts.host(conf)
+        self.driver = driver
+        self.client = client
+        self.publisher = publisher
+        self.sd = sd_notifier or systemd.Notifier()
+        self.metrics = metrics_mod.Metrics()
+        self.rng = rng or random.Random()
+        self.reachable = None        # unknown until the first request
+        self.failures = 0            # consecutive cycles placement did not answer
+        self.cycles = 0
+        self.last_result = None
+        self._last_synced = None     # the snapshot placement was last made to match
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()   # one cycle or audit at a time
+        self._thread = None
+        self._rpc_server = None
+        self._metrics_server = None
+
+    # -- what a cycle needs, built on first use ---------------------------
+    def _ensure_parts(self):
+        if self.driver is None:
+            from tracker.drivers import load_driver
+            self.driver = load_driver(self.conf)
+        if self.client is None:
+            from tracker.report_client import ReportClient
+            self.client = ReportClient(conf=self.conf)
+
+    # -- one cycle --------------------------------------------------------
+    def run_cycle(self):
+        with self._lock:
+            self._ensure_parts()
+            started = time.monotonic()
+            result = self._cycle()
+            result.duration = time.monotonic() - started
+        self.cycles += 1
+        self.last_result = result
+        if result.ok:
+            self.metrics.cycle_done(result.duration, result.writes,
+                                    result.conflicts, time.time())
+        else:
+            self.metrics.cycle_failed(result.duration, result.reachable)
+        return result
+
+    def _cycle(self):
+        try:
+            snapshot = self.driver.discover()
+        except Exception as exc:
+            LOG.error('discovery failed: %s', exc)
+            return CycleResult(False, bool(self.reachable),
+                               error='discovery failed: %s' % exc)
+        authoritative = self.conf.tracker.authoritative_allocations
+        try:
+            if self._last_synced is None:
+                # After a start, what changed is measured against placement;
+                # later, against the last snapshot synced (no HTTP).
+                providers, allocations = audit_mod.placement_view(
+                    self.client, snapshot.root.uuid)
+                changes = audit_mod.compute_drift(snapshot, providers, allocations)
+            else:
+                changes = audit_mod.compute_drift(
+                    snapshot, self._last_synced.providers,
+                    {i.uuid: i.allocations for i in self._last_synced.instances})
+            if not authoritative:
+                changes = [c for c in changes if c.kind != 'allocation_orphan']
+            synced = self.client.sync(snapshot.providers)
+            allocated = self.client.sync_allocations(
+                snapshot.root.uuid, snapshot.instances,
+                authoritative=authoritative)
+        except _placement_errors() as exc:
+            self._placement_state(False, exc)
+            return CycleResult(False, False, error='placement unreachable: %s' % exc)
+        except Exception as exc:
+            # Placement answered, but not as hoped (a 4xx/5xx the client
+            # could not resolve): the next cycle tries again.
+            self._placement_state(True)
+            LOG.error('sync failed: %s', exc)
+            return CycleResult(False, True, error='sync failed: %s' % exc)
+        self._placement_state(True)
+        errors = list(getattr(synced, 'errors', None) or []) + list(
+            getattr(allocated, 'errors', None) or [])
+        result = CycleResult(
+            ok=not errors, reachable=True, changes=changes,
+            writes=(_count(synced, 'created', 'updated', 'deleted')
+                    + _count(allocated, 'put', 'written', 'deleted')),
+            conflicts=(_count(synced, 'conflicts')
+                       + _count(allocated, 'conflicts')))
+        if errors:
+            result.error = '; '.join(str(e) for e in errors)
+            LOG.error('sync incomplete: %s', result.error)
+            return result
+        self._last_synced = snapshot
+        if changes and self.publisher is not None:
+            self.publisher.publish(notify.notifications(
+                changes, snapshot.providers, snapshot.instances))
+        return result
+
+    def _placement_state(self, reachable, exc=None):
+        if reachable:
+            if self.reachable is False:
+                LOG.warning('placement is reachable again after %d failed '
+                            'cycle(s)', self.failures)
+            self.failures = 0
+        else:
+            if self.reachable is not False:
+                LOG.warning('placement is unreachable (%s); retrying with '
+                            'backoff', exc)
+            self.failures += 1
+        self.reachable = reachable
+        self.metrics.reachable.set(1 if reachable else 0)
+
+    def audit(self, fix=False, dry_run=False):
+        with self._lock:
+            self._ensure_parts()
+            snapshot = self.driver.discover()
+            report = audit_mod.audit(
+                snapshot, self.client, fix=fix, dry_run=dry_run,
+                authoritative=self.conf.tracker.authoritative_allocations)
+        self.metrics.drift.set(len(report.drift))
+        return report
+
+    # -- the loop ---------------------------------------------------------
+    def next_delay(self):
+        """Seconds until the next cycle (mutable options read each time)."""
+        opts = self.conf.tracker
+        if self.failures:
+            base = max(1.0, opts.interval / 4.0) * 2 ** (self.failures - 1)
+            delay = min(float(opts.backoff_max), base)
+        else:
+            delay = float(opts.interval)
+        return delay + self.rng.uniform(0, opts.jitter)
+
+    def trigger(self, reason='requested'):
+        """Run a cycle now (or right after the running one)."""
+        LOG.info('early cycle: %s', reason)
+        self._wake.set()
+
+    def _wait(self, delay):
+        deadline = time.monotonic() + delay
+        while not self._stopping.is_set():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            step = min(remaining, self.sd.watchdog_interval or remaining)
+            if self._wake.wait(step):
+                return
+            self.sd.watchdog()
+
+    def _loop(self):
+        while not self._stopping.is_set():
+            self._wake.clear()
+            result = self.run_cycle()
+            (LOG.info if result.ok else LOG.debug)(result.summary())
+            self.sd.watchdog()
+            self.sd.status(result.summary())
+            self._wait(self.next_delay())
+        LOG.info('agent stopped after %d cycle(s)', self.cycles)
+
+    # -- oslo.service's interface -----------------------------------------
+    def start(self):
+        self._ensure_parts()
+        opts = self.conf.tracker
+        if opts.metrics_port:
+            self._metrics_server = self.metrics.serve(opts.metrics_port,
+                                                      opts.metrics_host)
+        if opts.notifications and self.publisher is None:
+            self.publisher = notify.Publisher(self.conf, self.host)
+        if opts.rpc:
+            from tracker import rpc
+            self._rpc_server = rpc.server(self.conf, self.host, self)
+        watch = getattr(self.driver, 'watch', None)
+        if watch is not None:
+            watch(lambda *event: self.trigger('hardware event'))
+        self._thread = threading.Thread(target=self._loop, name='tracker-cycle',
+                                        daemon=True)
+        self._thread.start()
+        self.sd.ready('agent %s started' % self.host)
+        LOG.info('agent %s started: driver %s, every %ss (+ up to %ss)',
+                 self.host, opts.driver, opts.interval, opts.jitter)
+
+    def stop(self, graceful=True):
+        """Let the running cycle finish, then end the loop."""
+        self.sd.stopping()
+        self._stopping.set()
+        self._wake.set()
+
+    def wait(self):
+        while self._thread is not None and self._thread.is_alive():
+            self._thread.join(0.5)
+        if self._rpc_server is not None:
+            self._rpc_server.stop()
+            self._rpc_server.wait()
+        if self._metrics_server is not None:
+            self._metrics_server[0].shutdown()
+        if self.publisher is not None:
+            self.publisher.close()
+        if self.driver is not None:
+            self.driver.close()
+
+    def reset(self):
+        """After SIGHUP: mutable options are read again on the next wait."""
+        opts = self.conf.tracker
+        LOG.info('configuration reloaded: every %ss (+ up to %ss)',
+                 opts.interval, opts.jitter)
+        self._wake.set()
+
+
+def run(conf, agent):
+    """Run ``agent`` until SIGTERM/SIGINT; SIGHUP reloads mutable options.
+
+    Signals are handled in the main thread while the cycle runs in its own
+    thread, so a stop never interrupts a cycle half-way.
+    """
+    def on_stop(signo, frame):
+        LOG.info('signal %s: finishing the current cycle, then exiting',
+                 signal.Signals(signo).name)
+        agent.stop()
+
+    def on_hup(signo, frame):
+        conf.mutate_config_files()
+        agent.reset()
+
+    signal.signal(signal.SIGTERM, on_stop)
+    signal.signal(signal.SIGINT, on_stop)
+    signal.signal(signal.SIGHUP, on_hup)
+    agent.start()
+    agent.wait()
+    return 0

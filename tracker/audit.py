@@ -1,0 +1,278 @@
+"""The drift between a host and what placement holds for it.
+
+``compute_drift`` compares two plain descriptions: the providers and
+instances the host has (a driver's HostSnapshot) and the providers and
+allocations placement has under the host's root. The same comparison tells
+the agent what changed between two cycles (for notifications).
+"""
+import dataclasses
+import json
+
+from tracker.providers.provider import INVENTORY_DEFAULTS
+
+EXIT_IN_SYNC = 0
+EXIT_ERROR = 1
+EXIT_DRIFT = 3
+
+
+@dataclasses.dataclass
+class Drift:
+    """One difference. ``kind`` is stable: tools match on it."""
+    kind: str
+    uuid: str            # the provider or the consumer
+    name: str = ''
+    detail: dict = dataclasses.field(default_factory=dict)
+
+    def as_dict(self):
+        return dataclasses.asdict(self)
+
+    def describe(self):
+        what = self.name or self.uuid
+        return '%-22s %s %s' % (self.kind, what, _detail_text(self.detail))
+
+
+def _detail_text(detail):
+    return ' '.join('%s=%s' % (key, json.dumps(value, sort_keys=True))
+                    for key, value in sorted(detail.items()))
+
+
+def _providers_by_uuid(providers):
+    return {p.uuid: p for p in providers}
+
+
+def normalize_allocations(consumer_allocations):
+    """``{rp: {rc: n}}`` from any of placement's shapes of one consumer."""
+    if consumer_allocations is None:
+        return {}
+    if 'allocations' in consumer_allocations:
+        consumer_allocations = consumer_allocations['allocations']
+    result = {}
+    for rp_uuid, value in consumer_allocations.items():
+        resources = value.get('resources', value) if isinstance(value, dict) else {}
+        resources = {rc: int(n) for rc, n in resources.items() if n}
+        if resources:
+            result[rp_uuid] = resources
+    return result
+
+
+def _inventory_drift(want, have):
+    drift = []
+    for rc in sorted(set(want.inventories) | set(have.inventories)):
+        wanted, held = want.inventories.get(rc), have.inventories.get(rc)
+        if held is None:
+            drift.append(Drift('inventory_missing', want.uuid, want.name,
+                               {'resource_class': rc, 'host': wanted}))
+        elif wanted is None:
+            drift.append(Drift('inventory_extra', want.uuid, want.name,
+                               {'resource_class': rc, 'placement': held}))
+        else:
+            fields = {
+                field: {'host': wanted.get(field, default),
+                        'placement': held.get(field, default)}
+                for field, default in INVENTORY_DEFAULTS.items()
+                if _differs(wanted.get(field, default), held.get(field, default))
+            }
+            if fields:
+                drift.append(Drift('inventory_differs', want.uuid, want.name,
+                                   {'resource_class': rc, 'fields': fields}))
+    return drift
+
+
+def _differs(a, b):
+    if isinstance(a, float) or isinstance(b, float):
+        return abs(float(a or 0) - float(b or 0)) > 1e-9
+    return a != b
+
+
+def _set_drift(kind, want, wanted, held):
+    drift = []
+    if wanted - held:
+        drift.append(Drift(kind + '_missing', want.uuid, want.name,
+                           {kind: sorted(wanted - held)}))
+    if held - wanted:
+        drift.append(Drift(kind + '_extra', want.uuid, want.name,
+                           {kind: sorted(held - wanted)}))
+    return drift
+
+
+def provider_drift(desired, actual):
+    """Drift between two lists of Providers (host's, placement's)."""
+    want, have = _providers_by_uuid(desired), _providers_by_uuid(actual)
+    drift = []
+    for uuid, provider in want.items():
+        held = have.get(uuid)
+        if held is None:
+            drift.append(Drift('provider_missing', uuid, provider.name,
+                               {'parent_uuid': provider.parent_uuid}))
+            continue
+        if provider.name != held.name:
+            drift.append(Drift('provider_name_differs', uuid, provider.name,
+                               {'host': provider.name, 'placement': held.name}))
+        if provider.parent_uuid != held.parent_uuid:
+            drift.append(Drift('provider_parent_differs', uuid, provider.name,
+                               {'host': provider.parent_uuid,
+                                'placement': held.parent_uuid}))
+        drift += _inventory_drift(provider, held)
+        drift += _set_drift('traits', provider, set(provider.traits),
+                            set(held.traits))
+        drift += _set_drift('aggregates', provider, set(provider.aggregates),
+                            set(held.aggregates))
+    for uuid in have.keys() - want.keys():
+        drift.append(Drift('provider_extra', uuid, have[uuid].name,
+                           {'parent_uuid': have[uuid].parent_uuid}))
+    return drift
+
+
+def allocation_drift(instances, allocations):
+    """Drift between running instances and placement's allocations.
+
+    ``allocations`` maps a consumer uuid to its allocations against the
+    host's providers, in any shape ``normalize_allocations`` reads.
+    """
+    drift = []
+    held = {consumer: normalize_allocations(a)
+            for consumer, a in (allocations or {}).items()}
+    running = set()
+    for instance in instances:
+        running.add(instance.uuid)
+        wanted = normalize_allocations(instance.allocations)
+        have = held.get(instance.uuid)
+        if not wanted:
+            continue
+        if not have:
+            drift.append(Drift('allocation_missing', instance.uuid,
+                               instance.name, {'host': wanted}))
+        elif have != wanted:
+            drift.append(Drift('allocation_differs', instance.uuid,
+                               instance.name,
+                               {'host': wanted, 'placement': have}))
+    for consumer in sorted(held.keys() - running):
+        if held[consumer]:
+            drift.append(Drift('allocation_orphan', consumer, '',
+                               {'placement': held[consumer]}))
+    return drift
+
+
+def compute_drift(snapshot, actual_providers, actual_allocations):
+    return (provider_drift(snapshot.providers, actual_providers)
+            + allocation_drift(snapshot.instances, actual_allocations))
+
+
+# The writes that repair each kind of drift, for --dry-run.
+def planned_writes(drift):
+    writes = []
+    seen = set()
+    for item in drift:
+        rp = '/resource_providers/%s' % item.uuid
+        kind = item.kind
+        if kind == 'provider_missing':
+            write = ('POST', '/resource_providers')
+        elif kind in ('provider_name_differs', 'provider_parent_differs'):
+            write = ('PUT', rp)
+        elif kind == 'provider_extra':
+            write = ('DELETE', rp)
+        elif kind.startswith('inventory_'):
+            write = ('PUT', rp + '/inventories')
+        elif kind.startswith('traits_'):
+            write = ('PUT', rp + '/traits')
+        elif kind.startswith('aggregates_'):
+            write = ('PUT', rp + '/aggregates')
+        elif kind == 'allocation_orphan':
+            write = ('DELETE', '/allocations/%s' % item.uuid)
+        else:
+            write = ('PUT', '/allocations/%s' % item.uuid)
+        key = write + ((item.uuid,) if write[1] == '/resource_providers' else ())
+        if key not in seen:
+            seen.add(key)
+            writes.append({'method': write[0], 'path': write[1],
+                           'subject': item.uuid, 'name': item.name})
+    # A missing provider brings its inventory, traits and aggregates in
+    # its own writes; PUTs against it are part of creating it.
+    return writes
+
+
+@dataclasses.dataclass
+class AuditReport:
+    host: str
+    drift: list
+    fixed: bool = False
+    writes: list = dataclasses.field(default_factory=list)
+    remaining: list = dataclasses.field(default_factory=list)
+
+    @property
+    def in_sync(self):
+        return not self.drift
+
+    @property
+    def exit_code(self):
+        if self.in_sync or (self.fixed and not self.remaining):
+            return EXIT_IN_SYNC
+        return EXIT_DRIFT
+
+    def as_dict(self):
+        return {'host': self.host, 'in_sync': self.in_sync,
+                'drift': [d.as_dict() for d in self.drift],
+                'fixed': self.fixed, 'writes': self.writes,
+                'remaining': [d.as_dict() for d in self.remaining]}
+
+    def as_text(self):
+        if self.in_sync:
+            return 'host %s: in sync with placement' % self.host
+        lines = ['host %s: %d difference(s) with placement'
+                 % (self.host, len(self.drift))]
+        lines += ['  ' + d.describe() for d in self.drift]
+        if self.writes:
+            verb = 'made' if self.fixed else 'would make'
+            lines.append('writes %s:' % verb)
+            lines += ['  %(method)s %(path)s' % w
+                      + ('  (%s)' % (w['name'] or w['subject'])) for w in self.writes]
+        if self.fixed and self.remaining:
+            lines.append('still differing after the repair:')
+            lines += ['  ' + d.describe() for d in self.remaining]
+        elif self.fixed:
+            lines.append('repaired: in sync with placement')
+        return '\n'.join(lines)
+
+
+def placement_view(client, root_uuid):
+    """(providers, allocations) placement has under ``root_uuid``."""
+    tree = client.fetch_tree(root_uuid)
+    providers = _tree_providers(tree)
+    allocations = client.get_allocations_for_tree(root_uuid) if providers else {}
+    return providers, allocations
+
+
+def _tree_providers(tree):
+    if tree is None:
+        return []
+    if isinstance(tree, (list, tuple)):
+        return list(tree)
+    for attr in ('providers', 'all_providers'):
+        value = getattr(tree, attr, None)
+        if value is not None:
+            return list(value() if callable(value) else value)
+    return list(tree)
+
+
+def audit(snapshot, client, fix=False, dry_run=False, authoritative=True):
+    """Compare the host with placement; repair when ``fix``."""
+    drift = _drift(snapshot, client, authoritative)
+    report = AuditReport(snapshot.hostname, drift)
+    if drift and (fix or dry_run):
+        report.writes = planned_writes(drift)
+    if drift and fix and not dry_run:
+        client.sync(snapshot.providers)
+        client.sync_allocations(snapshot.root.uuid, snapshot.instances,
+                                authoritative=authoritative)
+        report.fixed = True
+        report.remaining = _drift(snapshot, client, authoritative)
+    return report
+
+
+def _drift(snapshot, client, authoritative):
+    providers, allocations = placement_view(client, snapshot.root.uuid)
+    drift = compute_drift(snapshot, providers, allocations)
+    if not authoritative:
+        # Consumers the host does not know are not its business then.
+        drift = [d for d in drift if d.kind != 'allocation_orphan']
+    return drift

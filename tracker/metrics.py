@@ -1,0 +1,65 @@
+"""What an operator scrapes or alerts on (Prometheus).
+
+Each agent has its own registry, so that several agents in one process
+(tests) never share counters.
+"""
+import prometheus_client as prom
+
+
+class Metrics:
+    def __init__(self):
+        self.registry = prom.CollectorRegistry()
+        r = self.registry
+        self.last_success = prom.Gauge(
+            'tracker_last_successful_sync_timestamp_seconds',
+            'Unix time of the end of the last cycle that synced.',
+            registry=r)
+        self.cycle_duration = prom.Histogram(
+            'tracker_cycle_duration_seconds',
+            'Duration of one cycle (discover and sync).',
+            buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+            registry=r)
+        self.cycles = prom.Counter(
+            'tracker_cycles', 'Cycles run, by result.', ['result'],
+            registry=r)
+        self.writes = prom.Gauge(
+            'tracker_writes_last_cycle',
+            'Writes sent to placement by the last cycle.', registry=r)
+        self.writes_total = prom.Counter(
+            'tracker_writes', 'Writes sent to placement.', registry=r)
+        self.conflicts = prom.Gauge(
+            'tracker_conflicts_last_cycle',
+            'Generation conflicts (409) met by the last cycle.', registry=r)
+        self.conflicts_total = prom.Counter(
+            'tracker_conflicts', 'Generation conflicts met.', registry=r)
+        self.drift = prom.Gauge(
+            'tracker_drift_items',
+            'Differences between the host and placement found by the '
+            'last audit.', registry=r)
+        self.reachable = prom.Gauge(
+            'tracker_placement_reachable',
+            '1 when the last request to placement got an answer.',
+            registry=r)
+
+    def cycle_done(self, duration, writes, conflicts, finished_at):
+        self.cycle_duration.observe(duration)
+        self.cycles.labels(result='synced').inc()
+        self.writes.set(writes)
+        self.writes_total.inc(writes)
+        self.conflicts.set(conflicts)
+        self.conflicts_total.inc(conflicts)
+        self.last_success.set(finished_at)
+        self.reachable.set(1)
+
+    def cycle_failed(self, duration, reachable):
+        self.cycle_duration.observe(duration)
+        self.cycles.labels(result='failed').inc()
+        self.reachable.set(1 if reachable else 0)
+
+    def exposition(self):
+        """The text format, as served on /metrics."""
+        return prom.generate_latest(self.registry).decode()
+
+    def serve(self, port, addr='127.0.0.1'):
+        """Serve /metrics from a daemon thread; returns (server, thread)."""
+        return prom.start_http_server(port, addr=addr, registry=self.registry)

@@ -1,0 +1,99 @@
+"""Versioned notifications of what the agent changed in placement.
+
+Publisher ``tracker.<host>``, topic ``versioned_notifications`` (the
+topic nova's versioned notifications use, so existing consumers see them).
+Every payload is an envelope with a name and a version, so consumers can
+tell an additive change (1.x) from a breaking one (2.0).
+"""
+import logging
+
+import oslo_messaging
+
+LOG = logging.getLogger(__name__)
+
+TOPIC = 'versioned_notifications'
+PAYLOAD_VERSION = '1.0'
+
+
+def envelope(name, data):
+    return {'tracker_object.name': name,
+            'tracker_object.namespace': 'tracker',
+            'tracker_object.version': PAYLOAD_VERSION,
+            'tracker_object.data': data}
+
+
+def _provider_data(provider):
+    return {'uuid': provider.uuid, 'name': provider.name,
+            'parent_uuid': provider.parent_uuid,
+            'inventories': provider.inventories,
+            'traits': sorted(provider.traits),
+            'aggregates': sorted(provider.aggregates)}
+
+
+def notifications(drift, providers, instances=()):
+    """[(event_type, payload)] telling what ``drift`` changed.
+
+    ``drift`` is what separated placement from the host before a sync
+    (tracker.audit.Drift items); ``providers``/``instances`` are the host's,
+    and give the new state of what changed.
+    """
+    by_uuid = {p.uuid: p for p in providers}
+    by_consumer = {i.uuid: i for i in instances}
+    events, updated = [], {}
+    for item in drift:
+        kind = item.kind
+        if kind == 'provider_missing':
+            events.append(('tracker.provider.create', envelope(
+                'ProviderPayload', _provider_data(by_uuid[item.uuid]))))
+        elif kind == 'provider_extra':
+            events.append(('tracker.provider.delete', envelope(
+                'ProviderPayload', {'uuid': item.uuid, 'name': item.name})))
+        elif kind.startswith(('inventory_', 'traits_', 'aggregates_',
+                              'provider_')):
+            updated.setdefault(item.uuid, []).append(kind)
+        elif kind == 'allocation_orphan':
+            events.append(('tracker.allocation.delete', envelope(
+                'AllocationPayload', {'consumer_uuid': item.uuid})))
+        else:
+            instance = by_consumer[item.uuid]
+            events.append(('tracker.allocation.update', envelope(
+                'AllocationPayload', {
+                    'consumer_uuid': instance.uuid,
+                    'name': instance.name,
+                    'project_id': instance.project_id,
+                    'user_id': instance.user_id,
+                    'allocations': item.detail.get('host', {})})))
+    for uuid, kinds in updated.items():
+        data = _provider_data(by_uuid[uuid])
+        data['changes'] = sorted(set(kinds))
+        events.append(('tracker.provider.update',
+                       envelope('ProviderPayload', data)))
+    return events
+
+
+class Publisher:
+    """Sends notifications; never lets a messaging failure stop a cycle."""
+
+    def __init__(self, conf, host, transport=None):
+        self.transport = transport or oslo_messaging.get_notification_transport(conf)
+        # The operator's [oslo_messaging_notifications] driver wins; without
+        # one, notifications go to the message bus.
+        # A broker that is down costs a cycle one retry, not a hang.
+        driver = (None if conf.oslo_messaging_notifications.driver
+                  else 'messagingv2')
+        self.notifier = oslo_messaging.Notifier(
+            self.transport, publisher_id='tracker.%s' % host, topics=[TOPIC],
+            driver=driver, retry=1)
+
+    def publish(self, events):
+        sent = 0
+        for event_type, payload in events:
+            try:
+                self.notifier.info({}, event_type, payload)
+                sent += 1
+            except Exception as exc:  # the broker is not the agent's job
+                LOG.warning('notification %s not sent: %s', event_type, exc)
+        return sent
+
+    def close(self):
+        self.transport.cleanup()

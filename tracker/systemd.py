@@ -1,0 +1,59 @@
+"""systemd's notify protocol: READY, STATUS, STOPPING and WATCHDOG.
+
+A datagram to the socket named by $NOTIFY_SOCKET (a leading '@' is the
+Linux abstract namespace). Without that variable (not started by systemd)
+every call is a no-op, so the agent runs the same everywhere.
+"""
+import logging
+import os
+import socket
+
+LOG = logging.getLogger(__name__)
+
+
+class Notifier:
+    def __init__(self, environ=None):
+        environ = os.environ if environ is None else environ
+        self.address = environ.get('NOTIFY_SOCKET') or None
+        if self.address and self.address.startswith('@'):
+            self.address = '\0' + self.address[1:]
+        self.watchdog_interval = self._watchdog_interval(environ)
+
+    @staticmethod
+    def _watchdog_interval(environ):
+        """Seconds between keep-alives: half of WATCHDOG_USEC, or None."""
+        usec = environ.get('WATCHDOG_USEC')
+        pid = environ.get('WATCHDOG_PID')
+        if not usec or (pid and pid != str(os.getpid())):
+            return None
+        try:
+            return int(usec) / 2e6
+        except ValueError:
+            return None
+
+    def send(self, **fields):
+        """Send KEY=value lines; True when delivered."""
+        if not self.address:
+            return False
+        message = '\n'.join('%s=%s' % (key.upper(), value)
+                            for key, value in fields.items())
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+                sock.sendto(message.encode(), self.address)
+            return True
+        except OSError as exc:
+            # The service keeps running without systemd's supervision.
+            LOG.warning('systemd notify failed: %s', exc)
+            return False
+
+    def ready(self, status=None):
+        return self.send(ready=1, **({'status': status} if status else {}))
+
+    def status(self, text):
+        return self.send(status=text)
+
+    def watchdog(self):
+        return self.send(watchdog=1)
+
+    def stopping(self):
+        return self.send(stopping=1)
