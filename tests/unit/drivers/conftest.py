@@ -1,0 +1,35 @@
+"""Fixtures for driver tests: configuration and fake hosts."""
+from oslo_config import cfg
+import pytest
+
+from tests.fixtures import sysfs
+from tracker.drivers import options
+
+
+@pytest.fixture
+def conf():
+    """Driver options registered, defaults as shipped, nothing parsed."""
+    conf = cfg.ConfigOpts()
+    options.register(conf)
+    conf([], default_config_files=[])
+    yield conf
+    conf.reset()
+
+
+@pytest.fixture
+def fake_host(conf):
+    """A factory: fake_host(**FakeHost args) -> a FakeHost the conf reads."""
+    made = []
+
+    def make(**kwargs):
+        host = sysfs.FakeHost(**kwargs)
+        host.setUp()
+        made.append(host)
+        conf.set_override('sysfs_root', host.sys_root, 'host')
+        conf.set_override('proc_root', host.proc_root, 'host')
+        conf.set_override('instances_path', host.instances_path, 'compute')
+        conf.set_override('host', 'node1', 'compute')
+        return host
+    yield make
+    for host in made:
+        host.cleanUp()

@@ -1,0 +1,50 @@
+"""CPU feature flags (from /proc/cpuinfo or libvirt) as os-traits HW_CPU_*.
+
+Most flags map by name (avx2 -> HW_CPU_X86_AVX2, sse4_1 / sse4.1 ->
+HW_CPU_X86_SSE41); the table below holds the ones whose kernel or libvirt
+name differs from the trait's. Flags with no trait are ignored.
+"""
+import re
+
+import os_traits
+
+_X86_ALIASES = {
+    'PNI': 'SSE3',
+    'PCLMULQDQ': 'CLMUL',
+    'PCLMULDQ': 'CLMUL',
+    'AES': 'AESNI',
+    'FMA': 'FMA3',
+    'BMI1': 'BMI',
+    'SHANI': 'SHA',
+    'RTM': 'TSX',
+    'HLE': 'TSX',
+    'PCID': 'INTEL_PCID',
+    'MDCLEAR': 'INTEL_MD_CLEAR',
+    'SPECCTRL': 'INTEL_SPEC_CTRL',
+    'SSBD': 'INTEL_SSBD',
+    'IBPB': 'AMD_IBPB',
+    'VIRTSSBD': 'AMD_VIRT_SSBD',
+    'SEV': 'AMD_SEV',
+    'SEVES': 'AMD_SEV_ES',
+    'AMXBF16': 'AMXBF16',
+}
+
+_KNOWN = frozenset(os_traits.get_traits('HW_CPU_'))
+
+
+def _squash(flag):
+    return re.sub(r'[^A-Z0-9]', '', flag.upper())
+
+
+def traits_for_flags(flags, arch='x86_64'):
+    """The set of HW_CPU_* traits for an iterable of CPU flag names."""
+    prefix = 'HW_CPU_AARCH64_' if arch.startswith(('aarch64', 'arm')) \
+        else 'HW_CPU_X86_'
+    traits = set()
+    for flag in flags:
+        name = _squash(flag)
+        if prefix == 'HW_CPU_X86_':
+            name = _X86_ALIASES.get(name, name)
+        if prefix + name in _KNOWN:
+            traits.add(prefix + name)
+    return traits

@@ -1,0 +1,73 @@
+"""The host driver: the bare machine through sysfs, procfs and psutil.
+
+Discovery is a list of small plugins, each reading one source into the
+shared ``HostFacts`` (cpu, memory, disk, numa, pci); ``layout`` then builds
+the provider tree. The host driver sees no hypervisor, so it reports no
+instances unless [host] instances_file lists them (a YAML list of
+instances: uuid, name, project_id, user_id, vcpus, memory_mb, root_gb,
+ephemeral_gb, swap_mb, pci_devices, mdevs, numa_node).
+"""
+import socket
+
+import yaml
+
+from tracker.drivers import base
+from tracker.drivers import facts
+from tracker.drivers import layout
+from tracker.drivers.errors import DiscoveryError
+from tracker.drivers.host import cpu
+from tracker.drivers.host import disk
+from tracker.drivers.host import memory
+from tracker.drivers.host import numa
+from tracker.drivers.host import pci
+from tracker.drivers.host import sysfs
+
+# Plugins reading sysfs/procfs: each fills its part of the HostFacts.
+PATH_PLUGINS = (cpu, memory, numa, pci)
+
+
+class HostDriver(base.Driver):
+    name = 'host'
+
+    def __init__(self, conf):
+        self.conf = conf
+        self.paths = sysfs.HostPaths(conf.host.sysfs_root, conf.host.proc_root)
+
+    def host_facts(self):
+        host = facts.HostFacts(
+            hostname=self.conf.compute.host or socket.gethostname(),
+            cpus=[], memory_mb=0, disk_gb=None)
+        for plugin in PATH_PLUGINS:
+            plugin.discover(self.paths, host)
+        disk.discover(self.conf, host)
+        return host
+
+    def discover(self):
+        tree = layout.Layout(self.host_facts(), self.conf, arch=cpu.arch())
+        return tree.snapshot(self.instances())
+
+    def instances(self):
+        path = self.conf.host.instances_file
+        if not path:
+            return []
+        data = load_yaml(path)
+        if data is None:
+            return []
+        if isinstance(data, dict) and 'instances' in data:
+            data = data['instances'] or []
+        if not isinstance(data, list):
+            raise DiscoveryError('%s: expected a list of instances' % path)
+        return [facts.instance_from_dict(item) for item in data]
+
+
+def load_yaml(path):
+    """A YAML file's content, or a DiscoveryError saying what is wrong."""
+    try:
+        with open(path) as f:
+            return yaml.safe_load(f)
+    except OSError as exc:
+        raise DiscoveryError('cannot read %s: %s' % (path, exc.strerror)) \
+            from None
+    except yaml.YAMLError as exc:
+        raise DiscoveryError('%s is not valid YAML: %s'
+                             % (path, str(exc).replace('\n', ' '))) from None
