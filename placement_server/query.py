@@ -11,8 +11,7 @@ from placement_server import errors
 
 
 def _bad(detail):
-    return errors.BadRequest('Invalid query string parameters: %s' % detail,
-                             code=errors.QUERYPARAM_BAD_VALUE)
+    return errors.BadRequest('Invalid query string parameters: %s' % detail)
 
 
 def _uuids(text, value):
@@ -39,15 +38,18 @@ def parse_member_of(values, version):
     groups, forbidden = [], set()
     for value in values:
         text, negate = value, False
-        if text.startswith('!') and version >= (1, 32):
+        if text.startswith('!'):
+            if version < (1, 32):
+                raise errors.BadRequest('Forbidden member_of parameters are not '
+                                        'supported before microversion 1.32.')
             text, negate = text[1:], True
         if text.startswith('in:'):
             uuids = _uuids(text[3:], value)
         else:
             uuids = _uuids(text, value)
             if len(uuids) > 1:
-                raise _bad("Expected 'member_of' parameter with more than one "
-                           "UUID to begin with 'in:'. Got: %s" % value)
+                raise errors.BadRequest("Multiple values for 'member_of' must be "
+                                        "prefixed with 'in:' or '!in:'. Got: %s" % value)
         if negate:
             forbidden.update(uuids)
         else:
@@ -57,9 +59,9 @@ def parse_member_of(values, version):
 
 def _trait_names(text, value):
     names = text.split(',')
-    if not all(names):
+    if not all(n.lstrip('!') for n in names):
         raise _bad("Expected 'required' parameter value of the form: "
-                   "HW_CPU_X86_VMX,CUSTOM_MAGIC. Got: %s" % value)
+                   "HW_CPU_X86_VMX,!CUSTOM_MAGIC. Got an empty trait in: %s" % value)
     return names
 
 
@@ -68,14 +70,17 @@ def parse_required(values, version):
     group and none of ``forbidden``.
 
     ``required=A,B`` requires each (1.18); ``!A`` forbids (1.22);
-    ``in:A,B`` is an any-of group and the parameter repeats (1.39).
+    ``in:A,B`` is an any-of group and the parameter repeats (1.39); before
+    that, as upstream does, only the last ``required`` counts.
     """
-    if len(values) > 1 and version < (1, 39):
-        raise _bad('Multiple required parameters are not supported before '
-                   'microversion 1.39.')
+    if version < (1, 39):
+        values = values[-1:]
     groups, forbidden = [], set()
     for value in values:
-        if value.startswith('in:') and version >= (1, 39):
+        if value.startswith('in:'):
+            if version < (1, 39):
+                raise _bad("The format 'in:A,B' is supported from microversion "
+                           "1.39. Got: %s" % value)
             names = _trait_names(value[3:], value)
             if any(n.startswith('!') for n in names):
                 raise _bad("Forbidden traits cannot be inside an 'in:' group. "
@@ -87,15 +92,9 @@ def parse_required(values, version):
                 if version < (1, 22):
                     raise _bad("Expected 'required' parameter value of the form: "
                                "HW_CPU_X86_VMX,CUSTOM_MAGIC. Got: %s" % value)
-                if not name[1:]:
-                    raise _bad("Empty trait name in 'required'. Got: %s" % value)
                 forbidden.add(name[1:])
             else:
                 groups.append({name})
-    both = forbidden & set().union(*groups) if groups else set()
-    if both:
-        raise _bad("Traits cannot be both required and forbidden: %s"
-                   % ', '.join(sorted(both)))
     return groups, forbidden
 
 
@@ -108,7 +107,7 @@ def parse_resources(value):
             raise errors.BadRequest(
                 'Badly formed resources parameter. Expected resources query '
                 'string parameter in form: ?resources=VCPU:2,MEMORY_MB:1024. '
-                'Got: %s.' % value, code=errors.QUERYPARAM_BAD_VALUE)
+                'Got: %s.' % (value or 'empty string'))
         try:
             amount = int(amount)
         except ValueError:
@@ -116,7 +115,6 @@ def parse_resources(value):
         if amount < 1:
             raise errors.BadRequest(
                 'Requested resource %s expected positive integer amount. '
-                'Got: %s.' % (name, item.partition(':')[2]),
-                code=errors.QUERYPARAM_BAD_VALUE)
+                'Got: %s.' % (name, item.partition(':')[2]))
         amounts[name] = amount
     return amounts

@@ -56,8 +56,7 @@ def resource_class_ids(conn, names):
     unknown = set(names) - set(found)
     if unknown:
         raise errors.BadRequest('Invalid resource class in resources parameter: '
-                                'No such resource class %s.' % ', '.join(sorted(unknown)),
-                                code=errors.QUERYPARAM_BAD_VALUE)
+                                'No such resource class %s.' % ', '.join(sorted(unknown)))
     return found
 
 
@@ -69,9 +68,8 @@ def trait_ids(conn, names):
                               .where(TRAITS.c.name.in_(sorted(names)))).all())
     unknown = set(names) - set(found)
     if unknown:
-        raise errors.BadRequest('Invalid query string parameters: No such trait(s): %s.'
-                                % ', '.join(sorted(unknown)),
-                                code=errors.QUERYPARAM_BAD_VALUE)
+        raise errors.BadRequest('Invalid trait(s) in "required" parameter: No such trait(s): %s.'
+                                % ', '.join(sorted(unknown)))
     return found
 
 

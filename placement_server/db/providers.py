@@ -25,8 +25,8 @@ def get(conn, uuid, for_update=False):
         query = query.with_for_update()
     row = conn.execute(query).mappings().first()
     if row is None:
-        raise errors.NotFound('No resource provider with uuid %s found' % uuid,
-                              code=errors.PROVIDER_NOT_FOUND)
+        # Upstream gives this 404 no specific code.
+        raise errors.NotFound('No resource provider with uuid %s found' % uuid)
     return row
 
 
@@ -68,8 +68,8 @@ def get_view(conn, uuid):
     """The provider as the API shows it, or 404."""
     row = conn.execute(view_query().where(RP.c.uuid == uuid)).mappings().first()
     if row is None:
-        raise errors.NotFound('No resource provider with uuid %s found' % uuid,
-                              code=errors.PROVIDER_NOT_FOUND)
+        # Upstream gives this 404 no specific code.
+        raise errors.NotFound('No resource provider with uuid %s found' % uuid)
     return row
 
 

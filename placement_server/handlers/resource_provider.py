@@ -54,7 +54,8 @@ def create_resource_provider(req):
                   util.normalize_uuid(parent) if parent else None)
     location = '/resource_providers/%s' % uuid
     if req.version >= (1, 20):
-        return util.json_response(req, render(req, row), status=201,
+        # 1.20 answers 200 (not 201) with the provider.
+        return util.json_response(req, render(req, row),
                                   modified=_modified(row),
                                   headers={'Location': location})
     resp = util.no_content(201)
@@ -66,7 +67,7 @@ def _filters(req):
     """Keyword arguments for provider_filters.conditions from the query."""
     params = util.query_params(req, schema.list_schema(req.version))
     filters = {}
-    if 'name' in params:
+    if params.get('name'):   # an empty name filters nothing, as upstream
         filters['name'] = params['name']
     if 'uuid' in params:
         filters['uuid'] = util.normalize_uuid(params['uuid'])
