@@ -1,3 +1,131 @@
-"""Placeholder: the owner fills this in."""
+"""/allocations/{consumer_uuid} (GET, PUT, DELETE), POST /allocations (1.13)
+and GET /resource_providers/{uuid}/allocations."""
+import collections
 
-ROUTES = []
+from placement_server import errors
+from placement_server import util
+from placement_server.db import allocations as db
+from placement_server.db import api
+from placement_server.db import consumers
+from placement_server.db import providers
+from placement_server.schemas import allocation as schema
+
+
+def _consumer_uuid(value):
+    try:
+        return util.normalize_uuid(value)
+    except ValueError:
+        raise errors.BadRequest('Malformed consumer_uuid: %s' % value)
+
+
+def _provider_uuids(allocations):
+    """The allocations dict with its provider uuids in canonical form."""
+    result = {}
+    for rp_uuid, entry in allocations.items():
+        try:
+            result[util.normalize_uuid(rp_uuid)] = entry['resources']
+        except ValueError:
+            raise errors.BadRequest('Malformed resource provider uuid: %s' % rp_uuid)
+    return result
+
+
+def _request(req, consumer_uuid, data):
+    """A db.ConsumerAllocations from one consumer's part of a request body."""
+    allocations = data['allocations']
+    if isinstance(allocations, list):
+        # Before 1.12: a list of {resource_provider: {uuid}, resources}.
+        allocations = {a['resource_provider']['uuid']: {'resources': a['resources']}
+                       for a in allocations}
+    project_id, user_id = data.get('project_id'), data.get('user_id')
+    if project_id is None:
+        # Before 1.8 the project and user are optional ("incomplete consumer").
+        project_id = consumers.INCOMPLETE_PROJECT_ID
+        user_id = consumers.INCOMPLETE_USER_ID
+    return db.ConsumerAllocations(
+        consumer_uuid, _provider_uuids(allocations), project_id, user_id,
+        data['consumer_generation'] if req.version >= (1, 28) else db.UNCHECKED,
+        data.get('consumer_type'))
+
+
+def _newest(rows):
+    return util.last_modified(*(r['updated_at'] or r['created_at'] for r in rows))
+
+
+def list_for_consumer(req, consumer_uuid):
+    req.context.can('placement:allocations:list')
+    util.check_accept(req)
+    with req.db.reader() as conn:
+        rows = db.get_by_consumer(conn, consumer_uuid)
+        consumer = consumers.get(conn, consumer_uuid) if rows else None
+    allocations = {}
+    for row in rows:
+        entry = allocations.setdefault(row['resource_provider_uuid'], {
+            'generation': row['resource_provider_generation'], 'resources': {}})
+        entry['resources'][row['resource_class']] = row['used']
+    body = {'allocations': allocations}
+    if consumer is not None and req.version >= (1, 12):
+        body['project_id'] = consumer['project_external_id']
+        body['user_id'] = consumer['user_external_id']
+        if req.version >= (1, 28):
+            body['consumer_generation'] = consumer['generation']
+        if req.version >= (1, 38):
+            body['consumer_type'] = consumer['consumer_type']
+    return util.json_response(req, body, modified=_newest(rows))
+
+
+def list_for_provider(req, uuid):
+    req.context.can('placement:resource_providers:allocations:list')
+    util.check_accept(req)
+    with req.db.reader() as conn:
+        provider = providers.get(conn, uuid)
+        rows = db.get_by_provider(conn, provider['id'])
+    allocations = collections.defaultdict(lambda: {'resources': {}})
+    for row in rows:
+        entry = allocations[row['consumer_uuid']]
+        entry['resources'][row['resource_class']] = row['used']
+        if req.version >= (1, 28):
+            entry['consumer_generation'] = row['consumer_generation']
+    body = {'allocations': dict(allocations),
+            'resource_provider_generation': provider['generation']}
+    return util.json_response(req, body, modified=_newest(rows))
+
+
+@api.retry_on_deadlock
+def set_for_consumer(req, consumer_uuid):
+    req.context.can('placement:allocations:update')
+    consumer_uuid = _consumer_uuid(consumer_uuid)
+    data = util.extract_json(req, schema.put_schema(req.version))
+    db.write_with_retry(req.db, [_request(req, consumer_uuid, data)])
+    return util.no_content()
+
+
+@util.since('1.13')
+@api.retry_on_deadlock
+def set_allocations(req):
+    req.context.can('placement:allocations:manage')
+    data = util.extract_json(req, schema.post_schema(req.version))
+    requests = {}
+    for consumer_uuid, part in data.items():
+        consumer_uuid = _consumer_uuid(consumer_uuid)
+        if consumer_uuid in requests:
+            raise errors.BadRequest('Consumer %s appears twice.' % consumer_uuid)
+        requests[consumer_uuid] = _request(req, consumer_uuid, part)
+    db.write_with_retry(req.db, list(requests.values()))
+    return util.no_content()
+
+
+@api.retry_on_deadlock
+def delete_for_consumer(req, consumer_uuid):
+    req.context.can('placement:allocations:delete')
+    with req.db.writer() as conn:
+        db.delete_for_consumer(conn, consumer_uuid)
+    return util.no_content()
+
+
+ROUTES = [
+    ('/allocations', {'POST': set_allocations}),
+    ('/allocations/{consumer_uuid}', {'GET': list_for_consumer,
+                                      'PUT': set_for_consumer,
+                                      'DELETE': delete_for_consumer}),
+    ('/resource_providers/{uuid}/allocations', {'GET': list_for_provider}),
+]

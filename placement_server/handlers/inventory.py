@@ -1,3 +1,152 @@
-"""Placeholder: the owner fills this in."""
+"""/resource_providers/{uuid}/inventories: all of a provider's inventory at
+once (GET, PUT, DELETE from 1.5, POST one class) and one class at a time
+(GET, PUT, DELETE)."""
+from placement_server import errors
+from placement_server import util
+from placement_server.db import api
+from placement_server.db import inventories as db
+from placement_server.db import providers
+from placement_server.schemas import inventory as schema
 
-ROUTES = []
+
+def _with_defaults(record):
+    inv = dict(schema.DEFAULTS)
+    inv.update(record)
+    return inv
+
+
+def _render(row):
+    return {f: row[f] for f in db.FIELDS}
+
+
+def _modified(row):
+    return row['updated_at'] or row['created_at']
+
+
+def _check_capacity(req, provider, inventories):
+    db.check_capacity(provider['uuid'], inventories,
+                      reserved_may_equal_total=req.version >= (1, 26))
+
+
+def _check_generation(provider, generation):
+    if generation != provider['generation']:
+        raise providers.ConcurrentUpdate(
+            'resource provider generation conflict: expected %d, the provider '
+            'is at %d.' % (generation, provider['generation']))
+
+
+def _location(uuid, rc):
+    return '/resource_providers/%s/inventories/%s' % (uuid, rc)
+
+
+def _send_all(req, generation, rows):
+    body = {'resource_provider_generation': generation,
+            'inventories': {rc: _render(row) for rc, row in rows.items()}}
+    return util.json_response(
+        req, body, modified=util.last_modified(*map(_modified, rows.values())))
+
+
+def _send_one(req, generation, row, status=200, headers=None):
+    body = dict(_render(row), resource_provider_generation=generation)
+    return util.json_response(req, body, status=status, modified=_modified(row),
+                              headers=headers)
+
+
+def list_inventories(req, uuid):
+    req.context.can('placement:resource_providers:inventories:list')
+    util.check_accept(req)
+    with req.db.reader() as conn:
+        provider = providers.get(conn, uuid)
+        rows = db.get_all(conn, provider['id'])
+    return _send_all(req, provider['generation'], rows)
+
+
+@api.retry_on_deadlock
+def set_inventories(req, uuid):
+    req.context.can('placement:resource_providers:inventories:update')
+    data = util.extract_json(req, schema.PUT_ALL)
+    inventories = {rc: _with_defaults(rec) for rc, rec in data['inventories'].items()}
+    with req.db.writer() as conn:
+        provider = providers.get(conn, uuid)
+        _check_generation(provider, data['resource_provider_generation'])
+        _check_capacity(req, provider, inventories)
+        generation = db.replace_inventories(
+            conn, provider, inventories, data['resource_provider_generation'])
+        rows = db.get_all(conn, provider['id'])
+    return _send_all(req, generation, rows)
+
+
+@api.retry_on_deadlock
+def delete_inventories(req, uuid):
+    if req.version < (1, 5):
+        # The route exists before 1.5, the method does not.
+        raise errors.MethodNotAllowed(
+            'The method specified is not allowed for this resource.',
+            headers={'Allow': 'GET, POST, PUT'})
+    req.context.can('placement:resource_providers:inventories:delete')
+    with req.db.writer() as conn:
+        provider = providers.get(conn, uuid)
+        db.replace_inventories(conn, provider, {})
+    return util.no_content()
+
+
+@api.retry_on_deadlock
+def create_inventory(req, uuid):
+    req.context.can('placement:resource_providers:inventories:create')
+    data = util.extract_json(req, schema.POST)
+    rc = data.pop('resource_class')
+    data.pop('resource_provider_generation', None)
+    inv = _with_defaults(data)
+    with req.db.writer() as conn:
+        provider = providers.get(conn, uuid)
+        _check_capacity(req, provider, {rc: inv})
+        generation = db.add_inventory(conn, provider, rc, inv)
+        row = db.get_all(conn, provider['id'])[rc]
+    return _send_one(req, generation, row, status=201,
+                     headers={'Location': _location(provider['uuid'], rc)})
+
+
+def get_inventory(req, uuid, resource_class):
+    req.context.can('placement:resource_providers:inventories:show')
+    util.check_accept(req)
+    with req.db.reader() as conn:
+        provider = providers.get(conn, uuid)
+        row = db.get_all(conn, provider['id']).get(resource_class)
+    if row is None:
+        raise errors.NotFound('No inventory of class %s for %s'
+                              % (resource_class, provider['uuid']))
+    return _send_one(req, provider['generation'], row)
+
+
+@api.retry_on_deadlock
+def update_inventory(req, uuid, resource_class):
+    req.context.can('placement:resource_providers:inventories:update')
+    data = util.extract_json(req, schema.INVENTORY)
+    generation = data.pop('resource_provider_generation')
+    inv = _with_defaults(data)
+    with req.db.writer() as conn:
+        provider = providers.get(conn, uuid)
+        _check_generation(provider, generation)
+        _check_capacity(req, provider, {resource_class: inv})
+        generation = db.update_inventory(conn, provider, resource_class, inv, generation)
+        row = db.get_all(conn, provider['id'])[resource_class]
+    return _send_one(req, generation, row)
+
+
+@api.retry_on_deadlock
+def delete_inventory(req, uuid, resource_class):
+    req.context.can('placement:resource_providers:inventories:delete')
+    with req.db.writer() as conn:
+        provider = providers.get(conn, uuid)
+        db.delete_inventory(conn, provider, resource_class)
+    return util.no_content()
+
+
+ROUTES = [
+    ('/resource_providers/{uuid}/inventories', {
+        'GET': list_inventories, 'PUT': set_inventories,
+        'POST': create_inventory, 'DELETE': delete_inventories}),
+    ('/resource_providers/{uuid}/inventories/{resource_class}', {
+        'GET': get_inventory, 'PUT': update_inventory,
+        'DELETE': delete_inventory}),
+]

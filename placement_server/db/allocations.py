@@ -1,0 +1,245 @@
+"""Allocations: what consumers hold of providers' inventories.
+
+``write`` replaces the allocations of one or more consumers in the
+caller's transaction: it locks the providers involved, checks every
+claim against capacity and min_unit/max_unit/step_size in one query,
+writes, and bumps each provider's generation once and each consumer's
+generation once. ``write_with_retry`` runs it in a fresh transaction,
+replaying it when a provider generation moved under it (another writer
+won), so concurrent claims serialize instead of failing.
+"""
+import collections
+import dataclasses
+import logging
+
+import sqlalchemy as sa
+
+from placement_server import errors
+from placement_server.db import consumers
+from placement_server.db import providers
+from placement_server.db import resource_classes
+from placement_server.db import api
+from placement_server.db import tables
+
+LOG = logging.getLogger(__name__)
+
+ALLOC = tables.allocations
+INV = tables.inventories
+RP = tables.resource_providers
+RC = tables.resource_classes
+
+# How many times a write is replayed after losing a provider generation race.
+CONFLICT_RETRIES = 10
+
+# A consumer_generation nobody checks (requests before 1.28).
+UNCHECKED = object()
+
+
+class ProviderGenerationConflict(providers.ConcurrentUpdate):
+    """A provider changed between our read and our write: replay the write."""
+
+
+@dataclasses.dataclass
+class ConsumerAllocations:
+    """One consumer's wanted allocations: {provider uuid: {class: used}}.
+
+    Empty ``allocations`` removes the consumer's allocations (and the
+    consumer). ``generation`` is what the client expects (None: a new
+    consumer; UNCHECKED: no expectation). ``consumer_type`` None keeps
+    the consumer's type.
+    """
+    consumer_uuid: str
+    allocations: dict
+    project_id: str
+    user_id: str
+    generation: object = UNCHECKED
+    consumer_type: str = None
+
+
+def _lock_providers(conn, uuids):
+    """{uuid: row} of the providers, locked in id order; 400 if one is missing."""
+    if not uuids:
+        return {}
+    rows = conn.execute(sa.select(RP).where(RP.c.uuid.in_(uuids))
+                        .order_by(RP.c.id).with_for_update()).mappings().all()
+    found = {r['uuid']: r for r in rows}
+    for uuid in sorted(set(uuids) - set(found)):
+        raise errors.BadRequest("Allocation for resource provider '%s' that "
+                                "does not exist." % uuid)
+    return found
+
+
+def _check_generation(request, consumer):
+    """409 concurrent_update when the client's consumer_generation is stale."""
+    want = request.generation
+    if want is UNCHECKED:
+        return
+    have = consumer['generation'] if consumer else None
+    if want != have:
+        raise providers.ConcurrentUpdate(
+            'consumer generation conflict - expected %s but got %s'
+            % ('null' if have is None else have, 'null' if want is None else want))
+
+
+def _ensure_consumer(conn, request, existing):
+    """The consumer row, created or updated to the request's project/user/type."""
+    project = consumers.project_id(conn, request.project_id)
+    user = consumers.user_id(conn, request.user_id)
+    type_id = (consumers.consumer_type_id(conn, request.consumer_type)
+               if request.consumer_type else None)
+    _check_generation(request, existing)
+    if existing is None:
+        existing = consumers.create(conn, request.consumer_uuid, project, user, type_id)
+        if existing is None:
+            # Created by a concurrent request since we looked.
+            existing = consumers.get(conn, request.consumer_uuid)
+            _check_generation(request, existing)
+    consumers.update(conn, existing, project, user, type_id)
+    return existing
+
+
+def _check_capacity(conn, claims, provider_rows, class_ids):
+    """409 unless every claim fits; one query for all providers and classes.
+
+    ``claims`` is [(provider uuid, class, used)], after the consumers' old
+    allocations were deleted in this transaction.
+    """
+    rp_ids = {provider_rows[u]['id'] for u, _, _ in claims}
+    rc_ids = {class_ids[rc] for _, rc, _ in claims}
+    usage = (sa.select(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id,
+                       sa.func.sum(ALLOC.c.used).label('used'))
+             .where(ALLOC.c.resource_provider_id.in_(rp_ids),
+                    ALLOC.c.resource_class_id.in_(rc_ids))
+             .group_by(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id)
+             .subquery())
+    rows = conn.execute(
+        sa.select(INV, usage.c.used)
+        .select_from(INV.outerjoin(usage, sa.and_(
+            usage.c.resource_provider_id == INV.c.resource_provider_id,
+            usage.c.resource_class_id == INV.c.resource_class_id)))
+        .where(INV.c.resource_provider_id.in_(rp_ids),
+               INV.c.resource_class_id.in_(rc_ids))).mappings().all()
+    inventory = {(r['resource_provider_id'], r['resource_class_id']): r for r in rows}
+    wanted = collections.Counter()
+    for uuid, rc, used in claims:
+        key = (provider_rows[uuid]['id'], class_ids[rc])
+        inv = inventory.get(key)
+        if inv is None:
+            raise errors.Conflict("Unable to allocate inventory: Inventory for '%s' "
+                                  "on resource provider '%s' invalid." % (rc, uuid))
+        if (used < inv['min_unit'] or used > inv['max_unit']
+                or used % inv['step_size']):
+            raise errors.Conflict(
+                "Unable to allocate inventory: %d of '%s' on resource provider "
+                "'%s' violates its min_unit (%d), max_unit (%d) or step_size (%d)."
+                % (used, rc, uuid, inv['min_unit'], inv['max_unit'], inv['step_size']))
+        wanted[key] += used
+    for key, amount in wanted.items():
+        inv = inventory[key]
+        already = inv['used'] or 0
+        capacity = (inv['total'] - inv['reserved']) * inv['allocation_ratio']
+        if already + amount > capacity:
+            uuid = next(u for u, r in provider_rows.items() if r['id'] == key[0])
+            rc = next(n for n, i in class_ids.items() if i == key[1])
+            raise errors.Conflict(
+                "Unable to allocate inventory: claiming %d of '%s' on resource "
+                "provider '%s' would exceed the capacity (%d used of %g)."
+                % (amount, rc, uuid, already, capacity))
+
+
+def write(conn, requests):
+    """Replace the allocations of every consumer in ``requests`` at once.
+
+    Raises 400 (unknown provider or resource class), 409 (capacity,
+    constraints, missing inventory: placement.undefined; stale consumer
+    generation: placement.concurrent_update) or ProviderGenerationConflict.
+    """
+    wanted_rps = {u for r in requests for u in r.allocations}
+    class_ids = resource_classes.ids_by_name(
+        conn, {rc for r in requests for res in r.allocations.values() for rc in res})
+    uuids = [r.consumer_uuid for r in requests]
+    # Providers losing a consumer's whole allocation also change: their
+    # generation moves too.
+    emptied = [r.consumer_uuid for r in requests if not r.allocations]
+    if emptied:
+        wanted_rps |= set(conn.execute(
+            sa.select(RP.c.uuid).distinct()
+            .join(ALLOC, ALLOC.c.resource_provider_id == RP.c.id)
+            .where(ALLOC.c.consumer_id.in_(emptied))).scalars())
+    provider_rows = _lock_providers(conn, wanted_rps)
+    consumers.lock(conn, uuids)
+    existing = consumers.get_many(conn, uuids)
+    held = [_ensure_consumer(conn, r, existing.get(r.consumer_uuid)) for r in requests]
+
+    conn.execute(ALLOC.delete().where(ALLOC.c.consumer_id.in_(uuids)))
+    claims = [(rp, rc, used) for r in requests
+              for rp, res in r.allocations.items() for rc, used in res.items()]
+    if claims:
+        _check_capacity(conn, claims, provider_rows, class_ids)
+        now = api.utcnow()
+        conn.execute(ALLOC.insert(), [
+            {'consumer_id': r.consumer_uuid, 'resource_provider_id': provider_rows[rp]['id'],
+             'resource_class_id': class_ids[rc], 'used': used, 'created_at': now}
+            for r in requests for rp, res in r.allocations.items()
+            for rc, used in res.items()])
+    for row in sorted(provider_rows.values(), key=lambda r: r['id']):
+        try:
+            providers.increment_generation(conn, row['id'], row['generation'])
+        except providers.ConcurrentUpdate as e:
+            raise ProviderGenerationConflict(e.detail)
+    for consumer in held:
+        consumers.increment_generation(conn, consumer)
+    consumers.delete_if_no_allocations(conn, emptied)
+
+
+def replace_allocations(conn, consumer_uuid, allocations, project_id, user_id,
+                        consumer_generation=UNCHECKED, consumer_type=None):
+    """One consumer's allocations ({provider uuid: {class: used}}); see ``write``."""
+    write(conn, [ConsumerAllocations(consumer_uuid, allocations, project_id, user_id,
+                                     consumer_generation, consumer_type)])
+
+
+def write_with_retry(db, requests, attempts=CONFLICT_RETRIES):
+    """``write`` in its own transaction, replayed on provider generation races."""
+    for attempt in range(1, attempts + 1):
+        try:
+            with db.writer() as conn:
+                return write(conn, requests)
+        except ProviderGenerationConflict:
+            if attempt == attempts:
+                LOG.warning('allocation write lost %d provider generation races', attempts)
+                raise
+            LOG.debug('provider generation moved, replaying allocation write')
+
+
+def delete_for_consumer(conn, consumer_uuid):
+    """Remove a consumer's allocations and the consumer; 404 if it has none."""
+    result = conn.execute(ALLOC.delete().where(ALLOC.c.consumer_id == consumer_uuid))
+    if not result.rowcount:
+        raise errors.NotFound("No allocations for consumer '%s'" % consumer_uuid)
+    consumers.delete_if_no_allocations(conn, [consumer_uuid])
+
+
+def get_by_consumer(conn, consumer_uuid):
+    """The consumer's allocations with their providers' uuid and generation."""
+    return conn.execute(
+        sa.select(RP.c.uuid.label('resource_provider_uuid'),
+                  RP.c.generation.label('resource_provider_generation'),
+                  RC.c.name.label('resource_class'), ALLOC.c.used,
+                  ALLOC.c.created_at, ALLOC.c.updated_at)
+        .select_from(ALLOC.join(RP, RP.c.id == ALLOC.c.resource_provider_id)
+                     .join(RC, RC.c.id == ALLOC.c.resource_class_id))
+        .where(ALLOC.c.consumer_id == consumer_uuid)).mappings().all()
+
+
+def get_by_provider(conn, provider_id):
+    """The provider's allocations with their consumers' generation."""
+    return conn.execute(
+        sa.select(ALLOC.c.consumer_id.label('consumer_uuid'),
+                  consumers.CONSUMER.c.generation.label('consumer_generation'),
+                  RC.c.name.label('resource_class'), ALLOC.c.used,
+                  ALLOC.c.created_at, ALLOC.c.updated_at)
+        .select_from(ALLOC.join(RC, RC.c.id == ALLOC.c.resource_class_id)
+                     .outerjoin(consumers.CONSUMER,
+                                consumers.CONSUMER.c.uuid == ALLOC.c.consumer_id))
+        .where(ALLOC.c.resource_provider_id == provider_id)).mappings().all()

@@ -1,0 +1,156 @@
+"""Inventories: what a provider offers, per resource class.
+
+Every write here bumps the provider's generation exactly once through
+``providers.increment_generation`` (compare-and-swap against the
+generation the caller read), in the caller's transaction. These are plain
+functions on a connection so that the reshaper can replace inventories
+and allocations together in one transaction.
+"""
+import sqlalchemy as sa
+
+from placement_server import errors
+from placement_server.db import api
+from placement_server.db import providers
+from placement_server.db import resource_classes
+from placement_server.db import tables
+
+INV = tables.inventories
+RC = tables.resource_classes
+ALLOC = tables.allocations
+
+FIELDS = ('total', 'reserved', 'min_unit', 'max_unit', 'step_size',
+          'allocation_ratio')
+
+
+def capacity(inv):
+    """What may be allocated: (total - reserved) * allocation_ratio."""
+    return (inv['total'] - inv['reserved']) * inv['allocation_ratio']
+
+
+def check_capacity(provider_uuid, inventories, reserved_may_equal_total):
+    """400 unless every inventory leaves something to allocate.
+
+    Before 1.26 reserved must stay below total (capacity > 0); from 1.26 it
+    may equal total (capacity >= 0, a provider fully held back). A ratio of
+    0 or less is refused at every version.
+    """
+    for rc, inv in inventories.items():
+        if inv['allocation_ratio'] <= 0:
+            raise errors.BadRequest(
+                'Unable to update inventory for resource provider %s: '
+                'allocation_ratio of %s must be greater than 0.' % (provider_uuid, rc))
+        cap = capacity(inv)
+        if cap < 0 or (cap == 0 and not reserved_may_equal_total):
+            raise errors.BadRequest(
+                'Unable to update inventory for resource provider %s: '
+                'Invalid inventory for %s: capacity (total - reserved) * '
+                'allocation_ratio must be %s 0.'
+                % (provider_uuid, rc, '>=' if reserved_may_equal_total else '>'))
+
+
+def get_all(conn, provider_id):
+    """{resource class name: inventory row} of one provider."""
+    rows = conn.execute(
+        sa.select(RC.c.name.label('resource_class'), INV)
+        .join(RC, RC.c.id == INV.c.resource_class_id)
+        .where(INV.c.resource_provider_id == provider_id)
+        .order_by(RC.c.name)).mappings().all()
+    return {r['resource_class']: r for r in rows}
+
+
+def _in_use_error(provider_uuid, classes):
+    # Clients (nova's report client) match this text: keep its shape.
+    return errors.Conflict(
+        "Inventory for '%s' on resource provider '%s' in use."
+        % (', '.join(sorted(classes)), provider_uuid),
+        code=errors.INVENTORY_INUSE)
+
+
+def _check_not_in_use(conn, provider, class_ids_by_name):
+    if not class_ids_by_name:
+        return
+    used = conn.execute(
+        sa.select(ALLOC.c.resource_class_id).distinct()
+        .where(ALLOC.c.resource_provider_id == provider['id'],
+               ALLOC.c.resource_class_id.in_(class_ids_by_name.values()))).scalars().all()
+    if used:
+        names = [n for n, i in class_ids_by_name.items() if i in set(used)]
+        raise _in_use_error(provider['uuid'], names)
+
+
+def _values(inv):
+    return {f: inv[f] for f in FIELDS}
+
+
+def replace_inventories(conn, provider, inventories, generation=None):
+    """Make ``inventories`` ({rc: fields}) the provider's whole inventory.
+
+    Classes left out are removed (409 placement.inventory.inuse if they are
+    allocated); a total lowered below what is allocated is accepted.
+    ``generation`` is what the caller expects the provider to be at
+    (default: the row's). Returns the new generation.
+    """
+    if generation is None:
+        generation = provider['generation']
+    class_ids = resource_classes.ids_by_name(conn, inventories)
+    current = get_all(conn, provider['id'])
+    gone = {rc: row['resource_class_id'] for rc, row in current.items()
+            if rc not in inventories}
+    _check_not_in_use(conn, provider, gone)
+    now = api.utcnow()
+    if gone:
+        conn.execute(INV.delete().where(
+            INV.c.resource_provider_id == provider['id'],
+            INV.c.resource_class_id.in_(gone.values())))
+    new_rows = []
+    for rc, inv in inventories.items():
+        values = _values(inv)
+        if rc not in current:
+            new_rows.append(dict(values, resource_provider_id=provider['id'],
+                                 resource_class_id=class_ids[rc], created_at=now))
+        elif any(current[rc][f] != values[f] for f in FIELDS):
+            conn.execute(INV.update().where(INV.c.id == current[rc]['id'])
+                         .values(updated_at=now, **values))
+    if new_rows:
+        conn.execute(INV.insert(), new_rows)
+    return providers.increment_generation(conn, provider['id'], generation)
+
+
+def add_inventory(conn, provider, rc, inv):
+    """Add one class (POST); 409 concurrent_update if it already has one."""
+    class_id = resource_classes.ids_by_name(conn, [rc])[rc]
+    try:
+        with conn.begin_nested():
+            conn.execute(INV.insert().values(
+                resource_provider_id=provider['id'], resource_class_id=class_id,
+                created_at=api.utcnow(), **_values(inv)))
+    except sa.exc.IntegrityError:
+        raise providers.ConcurrentUpdate(
+            'Update conflict: inventory for %s on resource provider %s '
+            'already exists.' % (rc, provider['uuid']))
+    return providers.increment_generation(conn, provider['id'], provider['generation'])
+
+
+def update_inventory(conn, provider, rc, inv, generation):
+    """Change one existing class (PUT); 400 if the provider has none of it."""
+    class_id = resource_classes.ids_by_name(conn, [rc])[rc]
+    result = conn.execute(
+        INV.update().where(INV.c.resource_provider_id == provider['id'],
+                           INV.c.resource_class_id == class_id)
+        .values(updated_at=api.utcnow(), **_values(inv)))
+    if result.rowcount != 1:
+        raise errors.BadRequest(
+            'No inventory record with resource class %s for resource '
+            'provider %s.' % (rc, provider['uuid']))
+    return providers.increment_generation(conn, provider['id'], generation)
+
+
+def delete_inventory(conn, provider, rc):
+    """Remove one class; 404 if absent, 409 inventory.inuse if allocated."""
+    row = get_all(conn, provider['id']).get(rc)
+    if row is None:
+        raise errors.NotFound('No inventory of class %s found for delete on '
+                              'resource provider %s.' % (rc, provider['uuid']))
+    _check_not_in_use(conn, provider, {rc: row['resource_class_id']})
+    conn.execute(INV.delete().where(INV.c.id == row['id']))
+    return providers.increment_generation(conn, provider['id'], provider['generation'])

@@ -1,0 +1,134 @@
+"""JSON schemas for allocation writes, one per microversion step.
+
+1.0   list of {resource_provider: {uuid}, resources}
+1.8   + project_id, user_id (required)
+1.12  dict keyed by provider uuid: {resources, generation (ignored)}
+1.13  POST /allocations: that dict per consumer uuid; empty allocations
+      remove the consumer's allocations
+1.28  + consumer_generation (required, null for a new consumer); PUT may
+      send empty allocations too
+1.34  + mappings (accepted, not stored)
+1.38  + consumer_type (required)
+"""
+import copy
+
+from placement_server.schemas import inventory
+
+UUID = {'type': 'string', 'format': 'uuid'}
+UUID_KEY = '^[0-9a-fA-F-]{36}$'
+_ID = {'type': 'string', 'minLength': 1, 'maxLength': 255}
+
+RESOURCES = {
+    'type': 'object',
+    'minProperties': 1,
+    'patternProperties': {
+        inventory.RESOURCE_CLASS['pattern']: {
+            'type': 'integer', 'minimum': 1, 'maximum': inventory.MAX_INT},
+    },
+    'additionalProperties': False,
+}
+
+PUT_1_0 = {
+    'type': 'object',
+    'properties': {
+        'allocations': {
+            'type': 'array',
+            'minItems': 1,
+            'items': {
+                'type': 'object',
+                'properties': {
+                    'resource_provider': {
+                        'type': 'object',
+                        'properties': {'uuid': UUID},
+                        'required': ['uuid'],
+                        'additionalProperties': False,
+                    },
+                    'resources': RESOURCES,
+                },
+                'required': ['resource_provider', 'resources'],
+                'additionalProperties': False,
+            },
+        },
+    },
+    'required': ['allocations'],
+    'additionalProperties': False,
+}
+
+PUT_1_8 = copy.deepcopy(PUT_1_0)
+PUT_1_8['properties'].update(project_id=_ID, user_id=_ID)
+PUT_1_8['required'] += ['project_id', 'user_id']
+
+PUT_1_12 = {
+    'type': 'object',
+    'properties': {
+        'allocations': {
+            'type': 'object',
+            'minProperties': 1,
+            'patternProperties': {
+                UUID_KEY: {
+                    'type': 'object',
+                    'properties': {'generation': {'type': 'integer'},
+                                   'resources': RESOURCES},
+                    'required': ['resources'],
+                    'additionalProperties': False,
+                },
+            },
+            'additionalProperties': False,
+        },
+        'project_id': _ID,
+        'user_id': _ID,
+    },
+    'required': ['allocations', 'project_id', 'user_id'],
+    'additionalProperties': False,
+}
+
+# A consumer's entry that may be empty (meaning: remove its allocations).
+_EMPTYABLE = copy.deepcopy(PUT_1_12)
+_EMPTYABLE['properties']['allocations']['minProperties'] = 0
+
+PUT_1_28 = copy.deepcopy(_EMPTYABLE)
+PUT_1_28['properties']['consumer_generation'] = {'type': ['integer', 'null']}
+PUT_1_28['required'].append('consumer_generation')
+
+PUT_1_34 = copy.deepcopy(PUT_1_28)
+PUT_1_34['properties']['mappings'] = {
+    'type': 'object',
+    'patternProperties': {
+        '^[a-zA-Z0-9_-]{0,64}$': {'type': 'array', 'minItems': 1, 'items': UUID},
+    },
+    'additionalProperties': False,
+}
+
+PUT_1_38 = copy.deepcopy(PUT_1_34)
+PUT_1_38['properties']['consumer_type'] = {
+    'type': 'string', 'pattern': '^[A-Z0-9_]+$', 'minLength': 1, 'maxLength': 255}
+PUT_1_38['required'].append('consumer_type')
+
+
+def _post(consumer_schema):
+    return {'type': 'object', 'minProperties': 1,
+            'patternProperties': {UUID_KEY: consumer_schema},
+            'additionalProperties': False}
+
+
+POST_1_13 = _post(_EMPTYABLE)
+POST_1_28 = _post(PUT_1_28)
+POST_1_34 = _post(PUT_1_34)
+POST_1_38 = _post(PUT_1_38)
+
+
+def put_schema(version):
+    for since, schema in (((1, 38), PUT_1_38), ((1, 34), PUT_1_34),
+                          ((1, 28), PUT_1_28), ((1, 12), PUT_1_12),
+                          ((1, 8), PUT_1_8)):
+        if version >= since:
+            return schema
+    return PUT_1_0
+
+
+def post_schema(version):
+    for since, schema in (((1, 38), POST_1_38), ((1, 34), POST_1_34),
+                          ((1, 28), POST_1_28)):
+        if version >= since:
+            return schema
+    return POST_1_13
