@@ -1,0 +1,204 @@
+"""GET /allocation_candidates: from a parsed request to candidates and summaries.
+
+``find`` runs inside one reader connection: it resolves names, asks
+``candidates_search`` for the providers that can satisfy each request
+group, lets ``candidates_combine`` build the candidates, bounds them by
+limit, and gathers provider summaries only for the trees the returned
+candidates touch.
+"""
+import dataclasses
+import random
+
+from placement_server.db import candidates_combine as combine
+from placement_server.db import candidates_search as search
+
+
+@dataclasses.dataclass
+class GroupQuery:
+    """A request group with names resolved to ids."""
+    suffix: str
+    granular: bool
+    resources: dict
+    required: list
+    forbidden: set
+    member_of: list
+    forbidden_aggs: set
+    tree_root: int = None
+
+
+@dataclasses.dataclass
+class Result:
+    candidates: list        # [combine.Candidate]
+    providers: dict         # {id: (uuid, parent id, root id)} of everything shown
+    summaries: dict         # {id: ({class: (capacity, used)}, [trait])}
+    class_names: dict       # {class id: name}
+
+
+EMPTY = Result([], {}, {}, {})
+
+
+class _NoMatch(Exception):
+    """Some group cannot be satisfied at all: the answer is empty."""
+
+
+def _group_query(conn, group, rc_ids, trait_ids, agg_ids):
+    member_of = []
+    for any_of in group.member_of:
+        ids = {agg_ids[u] for u in any_of if u in agg_ids}
+        if not ids:
+            raise _NoMatch()
+        member_of.append(ids)
+    tree_root = None
+    if group.in_tree:
+        tree_root = search.root_of_uuid(conn, group.in_tree)
+        if tree_root is None:
+            raise _NoMatch()
+    return GroupQuery(
+        suffix=group.suffix, granular=group.granular,
+        resources={rc_ids[n]: a for n, a in group.resources.items()},
+        required=[frozenset(trait_ids[t] for t in any_of) for any_of in group.required],
+        forbidden={trait_ids[t] for t in group.forbidden},
+        member_of=member_of,
+        forbidden_aggs={agg_ids[u] for u in group.forbidden_aggs if u in agg_ids},
+        tree_root=tree_root)
+
+
+class _Search:
+    """The per-request state shared by the groups' searches."""
+
+    def __init__(self, conn, request):
+        self.conn = conn
+        self.request = request
+        self.sharing = search.sharing_providers(conn)
+        self._spread_needed = None
+        self.root_of = {}
+        self.capacity = {}
+        self._anchors = {}
+
+    @property
+    def spread_needed(self):
+        """Without trees or sharing providers, every group is one provider."""
+        if self._spread_needed is None:
+            self._spread_needed = bool(self.sharing) or search.has_trees(self.conn)
+        return self._spread_needed
+
+    def anchors_of(self, rp):
+        anchors = {self.root_of[rp]}
+        if rp in self.sharing:
+            anchors |= self._anchors[rp]
+        return anchors
+
+    def _load_anchors(self, rps):
+        missing = [rp for rp in rps if rp in self.sharing and rp not in self._anchors]
+        self._anchors.update(search.sharing_anchors(self.conn, missing))
+
+    def options(self, query):
+        if not query.resources:
+            found = search.resourceless_providers(self.conn, query)
+            return self._single(found, query)
+        if query.granular or not self.spread_needed:
+            found, capacity = search.single_providers(self.conn, query)
+            self.capacity.update(capacity)
+            return self._single(found, query)
+        return self._spread(query)
+
+    def _single(self, found, query):
+        self.root_of.update(found)
+        self._load_anchors(found)
+        return combine.single_provider_options(found, query.resources, self.anchors_of)
+
+    def _spread(self, query):
+        by_class, roots, capacity, meets = search.providers_per_class(self.conn, query)
+        if any(not by_class.get(rc) for rc in query.resources):
+            return {}
+        self.root_of.update(roots)
+        self.capacity.update(capacity)
+        by_anchor = {}
+        for rc, rps in by_class.items():
+            for rp in rps:
+                by_anchor.setdefault(roots[rp], {}).setdefault(rc, []).append(rp)
+        if query.tree_root is None:
+            self._add_sharing(query, by_class, roots, by_anchor)
+        return combine.spread_options(by_anchor, query.resources, meets,
+                                      len(query.required), self.root_of,
+                                      self.request.nested_aware)
+
+    def _add_sharing(self, query, by_class, roots, by_anchor):
+        """Sharing providers also serve the trees they share an aggregate with."""
+        shared = [rp for rp in roots if rp in self.sharing and all(
+            self.sharing[rp] & any_of for any_of in query.member_of)]
+        self._load_anchors(shared)
+        others = {rp: self._anchors[rp] - {roots[rp]} for rp in shared}
+        if query.forbidden_aggs:
+            bad = search.roots_in_aggregates(self.conn, set().union(*others.values()),
+                                             query.forbidden_aggs)
+            others = {rp: anchors - bad for rp, anchors in others.items()}
+        for rc, rps in by_class.items():
+            for rp in rps:
+                for anchor in sorted(others.get(rp, ())):
+                    by_anchor.setdefault(anchor, {}).setdefault(rc, []).append(rp)
+
+
+def find(conn, request, randomize=False, max_candidates=-1):
+    """The Result for a CandidateRequest (see candidates_request)."""
+    rc_ids = search.resolve_classes(conn, request.all_classes())
+    trait_ids = search.resolve_traits(conn, request.all_traits())
+    agg_ids = search.resolve_aggregates(conn, {u for g in request.groups.values()
+                                               for s in g.member_of + [g.forbidden_aggs]
+                                               for u in s})
+    try:
+        queries = [_group_query(conn, g, rc_ids, trait_ids, agg_ids)
+                   for g in request.groups.values()]
+    except _NoMatch:
+        return EMPTY
+    state = _Search(conn, request)
+    options = {}
+    for query in queries:
+        options[query.suffix] = found = state.options(query)
+        if not found:
+            return EMPTY
+    anchors = set.intersection(*(set(o) for o in options.values()))
+    if request.root_required or request.root_forbidden:
+        anchors = search.matching_roots(conn, anchors,
+                                        {trait_ids[t] for t in request.root_required},
+                                        {trait_ids[t] for t in request.root_forbidden})
+    if not anchors:
+        return EMPTY
+    options = {s: {a: o[a] for a in anchors} for s, o in options.items()}
+    parent_of = {}
+    if request.same_subtrees:
+        parent_of = {row[0]: row[2] for row in search.tree_members(
+            conn, {state.root_of[rp] for o in options.values() for pieces in o.values()
+                   for piece in pieces for rp in piece.providers})}
+
+    stop_after = None
+    if request.limit and not randomize:
+        stop_after = request.limit
+    if max_candidates >= 0:
+        stop_after = min(stop_after or max_candidates, max_candidates)
+    candidates = combine.merge(request, options, state.capacity, state.root_of,
+                               parent_of, stop_after)
+    if randomize:
+        random.shuffle(candidates)
+    if request.limit:
+        candidates = candidates[:request.limit]
+    return _with_summaries(conn, request, candidates, state.root_of,
+                           {v: k for k, v in rc_ids.items()})
+
+
+def _with_summaries(conn, request, candidates, root_of, class_names):
+    used_rps = {rp for c in candidates for rp, _ in c.amounts}
+    if request.nested_aware:
+        rows = search.tree_members(conn, {root_of[rp] for rp in used_rps})
+    else:
+        rows = search.providers_by_id(conn, used_rps)
+    providers = {r[0]: (r[1], r[2], r[3]) for r in rows}
+    shown = set(providers)
+    mapped = {rp for c in candidates for rps in c.mappings.values() for rp in rps}
+    missing = mapped - set(providers)
+    if missing:
+        providers.update({r[0]: (r[1], r[2], r[3])
+                          for r in search.providers_by_id(conn, missing)})
+    resources, traits = search.summaries_data(conn, shown)
+    summaries = {rp: (resources[rp], sorted(traits[rp])) for rp in shown}
+    return Result(candidates, providers, summaries, class_names)

@@ -1,0 +1,129 @@
+"""GET /allocation_candidates: combining matches into candidates, in Python.
+
+Each request group first becomes *options per anchor*: for every tree root
+that could anchor a candidate, the ways this group can be satisfied there
+(a ``Piece``: the amounts it takes from which providers). A candidate is
+one piece per group, all under the same anchor, that together respect
+group_policy, same_subtree and capacity (amounts of one class from one
+provider asked by several groups add up).
+"""
+import collections
+import dataclasses
+import itertools
+
+
+@dataclasses.dataclass(frozen=True)
+class Piece:
+    amounts: tuple          # ((provider, class, amount), ...)
+    providers: frozenset    # the providers the group maps to
+
+
+@dataclasses.dataclass
+class Candidate:
+    amounts: dict           # {(provider, class): amount}
+    mappings: dict          # {suffix: sorted providers}
+
+
+def single_provider_options(providers, resources, anchors_of):
+    """Options of a group one provider must satisfy.
+
+    ``providers`` are the matching provider ids; ``anchors_of(p)`` the
+    roots provider p can serve (its own root, and for a sharing provider
+    the roots it shares with).
+    """
+    options = collections.defaultdict(list)
+    for rp in sorted(providers):
+        piece = Piece(tuple((rp, rc, amount) for rc, amount in sorted(resources.items())),
+                      frozenset([rp]))
+        for anchor in anchors_of(rp):
+            options[anchor].append(piece)
+    return options
+
+
+def spread_options(by_anchor, resources, meets, n_required, root_of, nested_aware):
+    """Options of the unsuffixed group, which may take each class from a
+    different provider of the anchor's tree or from a sharing provider.
+
+    ``by_anchor`` is {anchor: {class: [provider]}}; ``meets[p]`` the
+    indexes of the required any-of trait sets provider p has: the
+    providers a piece uses must meet every set between them.
+    """
+    wanted = set(range(n_required))
+    classes = sorted(resources)
+    options = {}
+    for anchor, per_class in by_anchor.items():
+        if any(not per_class.get(rc) for rc in classes):
+            continue
+        pieces = []
+        for choice in itertools.product(*(per_class[rc] for rc in classes)):
+            used = frozenset(choice)
+            if wanted and not wanted <= set().union(*(meets[p] for p in used)):
+                continue
+            if not nested_aware and len({root_of[p] for p in used}) != len(used):
+                continue
+            pieces.append(Piece(tuple((p, rc, resources[rc]) for p, rc in zip(choice, classes)),
+                                used))
+        if pieces:
+            options[anchor] = pieces
+    return options
+
+
+def _ancestors(rp, parent_of):
+    found = {rp}
+    while parent_of.get(rp) is not None:
+        rp = parent_of[rp]
+        found.add(rp)
+    return found
+
+
+def _same_subtree(providers, parent_of):
+    """True if one of ``providers`` is an ancestor (or self) of all the others."""
+    if len(providers) <= 1:
+        return True
+    common = set.intersection(*(_ancestors(p, parent_of) for p in providers))
+    return bool(common & providers)
+
+
+def merge(request, options, capacity, root_of, parent_of, stop_after=None):
+    """The candidates: one piece per group under a common anchor.
+
+    ``options`` is {suffix: {anchor: [Piece]}}; ``capacity`` is
+    {(provider, class): (capacity, used, max_unit)}. Stops after
+    ``stop_after`` distinct candidates when given.
+    """
+    suffixes = list(request.groups)
+    granular = [i for i, s in enumerate(suffixes) if request.groups[s].granular]
+    isolate = request.group_policy == 'isolate'
+    anchors = set.intersection(*(set(options[s]) for s in suffixes))
+    seen = set()
+    found = []
+    for anchor in sorted(anchors):
+        for combo in itertools.product(*(options[s][anchor] for s in suffixes)):
+            if isolate and len({p for i in granular for p in combo[i].providers}) != len(granular):
+                continue
+            if request.same_subtrees and not all(
+                    _same_subtree(set().union(*(combo[suffixes.index(s)].providers for s in subtree)),
+                                  parent_of)
+                    for subtree in request.same_subtrees):
+                continue
+            amounts = collections.Counter()
+            for piece in combo:
+                for rp, rc, amount in piece.amounts:
+                    amounts[rp, rc] += amount
+            if any(capacity[key][1] + amount > capacity[key][0] or amount > capacity[key][2]
+                   for key, amount in amounts.items()):
+                continue
+            if not request.nested_aware:
+                rps = {rp for rp, _ in amounts}
+                if len({root_of[rp] for rp in rps}) != len(rps):
+                    continue
+            key = (frozenset(amounts.items()),
+                   frozenset((s, piece.providers) for s, piece in zip(suffixes, combo)))
+            if key in seen:
+                continue
+            seen.add(key)
+            found.append(Candidate(dict(amounts), {
+                s: sorted(piece.providers) for s, piece in zip(suffixes, combo)}))
+            if stop_after is not None and len(found) >= stop_after:
+                return found
+    return found

@@ -1,0 +1,290 @@
+"""GET /allocation_candidates: the query string as request groups.
+
+A request is a set of *request groups* keyed by suffix: the unsuffixed
+group ('') may be satisfied by several providers of one tree plus sharing
+providers; each suffixed ("granular") group by exactly one provider. Around
+them sit the request-wide parameters: limit, group_policy, root_required,
+same_subtree.
+
+Parsing is pure (no database): names are resolved later by the search.
+Every check and message follows upstream placement's per microversion.
+"""
+import dataclasses
+import re
+import uuid as uuidlib
+
+from placement_server import errors
+from placement_server.schemas import allocation_candidate as schema
+
+_KEY = {
+    False: re.compile(r'^(resources|required|member_of|in_tree)(%s)?$' % schema.SUFFIX_1_25),
+    True: re.compile(r'^(resources|required|member_of|in_tree)(%s)?$' % schema.SUFFIX_1_33),
+}
+
+
+@dataclasses.dataclass
+class RequestGroup:
+    suffix: str
+    resources: dict = dataclasses.field(default_factory=dict)   # class -> amount
+    required: list = dataclasses.field(default_factory=list)    # [frozenset any-of]
+    forbidden: set = dataclasses.field(default_factory=set)     # trait names
+    member_of: list = dataclasses.field(default_factory=list)   # [set any-of agg uuids]
+    forbidden_aggs: set = dataclasses.field(default_factory=set)
+    in_tree: str = None
+
+    @property
+    def granular(self):
+        """Suffixed groups must come from one provider each."""
+        return self.suffix != ''
+
+
+@dataclasses.dataclass
+class CandidateRequest:
+    groups: dict                      # suffix -> RequestGroup
+    version: tuple
+    limit: int = None
+    group_policy: str = None
+    root_required: set = dataclasses.field(default_factory=set)
+    root_forbidden: set = dataclasses.field(default_factory=set)
+    same_subtrees: list = dataclasses.field(default_factory=list)  # [set of suffixes]
+
+    @property
+    def nested_aware(self):
+        # Before 1.29 a candidate never takes from two providers of one tree.
+        return self.version >= (1, 29)
+
+    def all_classes(self):
+        return {rc for g in self.groups.values() for rc in g.resources}
+
+    def all_traits(self):
+        names = set(self.root_required) | set(self.root_forbidden)
+        for g in self.groups.values():
+            names |= g.forbidden
+            for any_of in g.required:
+                names |= any_of
+        return names
+
+
+def _bad(detail, code=None):
+    return errors.BadRequest(detail, code=code)
+
+
+def _is_uuid(value):
+    try:
+        uuidlib.UUID(value)
+    except ValueError:
+        return False
+    return True
+
+
+def parse_resources(value):
+    """'VCPU:2,MEMORY_MB:1024' -> {'VCPU': 2, 'MEMORY_MB': 1024}"""
+    form = ('Badly formed resources parameter. Expected resources query string '
+            'parameter in form: ?resources=VCPU:2,MEMORY_MB:1024. Got: %s.')
+    if not value.strip():
+        raise _bad(form % 'empty string')
+    result = {}
+    for item in value.split(','):
+        parts = item.split(':')
+        if len(parts) != 2:
+            raise _bad(form % item)
+        name, amount = parts
+        try:
+            amount = int(amount)
+        except ValueError:
+            raise _bad('Requested resource %s expected positive integer amount. '
+                       'Got: %s.' % (name, amount))
+        if amount < 1:
+            raise _bad('Requested resource %s requires amount >= 1. Got: %d.'
+                       % (name, amount))
+        result[name] = amount
+    return result
+
+
+def parse_traits(value, allow_forbidden, allow_any_of):
+    """One required value -> ([frozenset any-of, ...], {forbidden})."""
+    if value.startswith('in:'):
+        if not allow_any_of:
+            raise _bad("Invalid query string parameters: The format "
+                       "'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' only supported since "
+                       "microversion 1.39. Got: %s" % value)
+        names = {t.strip() for t in value[3:].split(',')}
+        if not all(names):
+            raise _bad("Invalid query string parameters: Expected 'required' "
+                       "parameter value of the form: in:HW_CPU_X86_VMX,"
+                       "CUSTOM_MAGIC. Got an empty trait in: %s" % value)
+        if any(n.startswith('!') for n in names):
+            raise _bad("Invalid query string parameters: The format "
+                       "'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' does not support "
+                       "forbidden traits. Got: %s" % value)
+        return [frozenset(names)], set()
+    names = [t.strip() for t in value.split(',')]
+    forbidden = {n.lstrip('!') for n in names if n.startswith('!')}
+    if not all(names) or not all(forbidden):
+        form = ('HW_CPU_X86_VMX,!CUSTOM_MAGIC' if allow_forbidden
+                else 'HW_CPU_X86_VMX,CUSTOM_MAGIC')
+        raise _bad("Invalid query string parameters: Expected 'required' "
+                   "parameter value of the form: %s. Got an empty trait in: %s"
+                   % (form, value))
+    if forbidden and not allow_forbidden:
+        raise _bad("Invalid query string parameters: Expected 'required' "
+                   "parameter value of the form: HW_CPU_X86_VMX,CUSTOM_MAGIC. "
+                   "Got: %s" % value)
+    return [frozenset([n]) for n in names if not n.startswith('!')], forbidden
+
+
+def parse_member_of(value):
+    """One member_of value -> (required any-of set, forbidden set)."""
+    if ',' in value and not value.startswith(('in:', '!in:')):
+        raise _bad("Multiple values for 'member_of' must be prefixed with the "
+                   "'in:' or '!in:' keyword using the valid microversion. "
+                   "Got: %s" % value)
+    required, forbidden = set(), set()
+    if value.startswith('!in:'):
+        forbidden = set(value[4:].split(','))
+    elif value.startswith('!'):
+        forbidden = {value[1:]}
+    elif value.startswith('in:'):
+        required = set(value[3:].split(','))
+    else:
+        required = {value}
+    for agg in required | forbidden:
+        if not _is_uuid(agg):
+            raise _bad("Invalid query string parameters: Expected 'member_of' "
+                       "parameter to contain valid UUID(s). Got: %s" % agg)
+    return ({str(uuidlib.UUID(a)) for a in required},
+            {str(uuidlib.UUID(a)) for a in forbidden})
+
+
+def _parse_group_key(params, version, group, prefix, values):
+    suffix = group.suffix
+    if prefix == 'resources':
+        group.resources = parse_resources(values[-1])
+    elif prefix == 'required':
+        if version < (1, 39):
+            values = values[-1:]    # before 1.39 only the last one counts
+        for value in values:
+            required, forbidden = parse_traits(value, version >= (1, 22),
+                                               version >= (1, 39))
+            group.required += required
+            group.forbidden |= forbidden
+    elif prefix == 'member_of':
+        if version < (1, 24) and len(values) > 1:
+            raise _bad('Multiple member_of%s parameters are not supported' % suffix)
+        for value in values:
+            required, forbidden = parse_member_of(value)
+            if required:
+                group.member_of.append(required)
+            if forbidden:
+                if version < (1, 32):
+                    raise _bad('Forbidden member_of%s parameters are not '
+                               'supported in the specified microversion' % suffix)
+                group.forbidden_aggs |= forbidden
+    elif prefix == 'in_tree':
+        value = values[-1].strip()
+        if not _is_uuid(value):
+            raise _bad("Invalid query string parameters: Expected 'in_tree' "
+                       "parameter to be a format of uuid. Got: %s" % values[-1])
+        group.in_tree = str(uuidlib.UUID(value))
+
+
+def _request_wide(params, version):
+    wide = CandidateRequest(groups={}, version=version)
+    if 'limit' in params:
+        wide.limit = int(params.getall('limit')[0])
+    if 'group_policy' in params:
+        wide.group_policy = params.getall('group_policy')[0]
+    roots = params.getall('root_required')
+    if len(roots) > 1:
+        raise _bad("Query parameter 'root_required' may be specified only once.",
+                   errors.QUERYPARAM_DUPLICATE_KEY)
+    if roots:
+        required, forbidden = parse_traits(roots[0], True, False)
+        wide.root_required = {n for any_of in required for n in any_of}
+        wide.root_forbidden = forbidden
+        conflicts = wide.root_required & forbidden
+        if conflicts:
+            raise _bad('Conflicting required and forbidden traits found in '
+                       'root_required: %s' % ', '.join(sorted(conflicts)),
+                       errors.QUERYPARAM_BAD_VALUE)
+    for value in params.getall('same_subtree'):
+        suffixes = {s.strip() for s in value.split(',')}
+        if '' in suffixes:
+            raise _bad('Empty string (unsuffixed group) can not be specified '
+                       'in `same_subtree` ', errors.QUERYPARAM_BAD_VALUE)
+        wide.same_subtrees.append(suffixes)
+    return wide
+
+
+def _check_groups_1_36(groups, same_subtrees):
+    resourceless = {s for s, g in groups.items() if not g.resources}
+    if len(resourceless) == len(groups):
+        raise _bad('There must be at least one resources or resources[$S] '
+                   'parameter.', errors.QUERYPARAM_MISSING_VALUE)
+    in_subtree = set().union(*same_subtrees)
+    bad = sorted(resourceless - in_subtree)
+    if bad:
+        raise _bad('Resourceless suffixed group request should be specified in '
+                   '`same_subtree` query param: bad group(s) - %s.' % bad,
+                   errors.QUERYPARAM_BAD_VALUE)
+    unknown = sorted(in_subtree - set(groups))
+    if unknown:
+        raise _bad('Real suffixes should be specified in `same_subtree`: '
+                   '%s not found in %s.' % (unknown, sorted(groups)),
+                   errors.QUERYPARAM_BAD_VALUE)
+
+
+def _check_orphans(groups):
+    orphans = ['required%s' % s for s, g in groups.items() if g.required and not g.resources]
+    if orphans:
+        raise _bad('All traits parameters must be associated with resources.  '
+                   'Found the following orphaned traits keys: %s' % ', '.join(orphans))
+    orphans = ['member_of%s' % s for s, g in groups.items()
+               if not g.resources and (g.member_of or g.forbidden_aggs)]
+    if orphans:
+        raise _bad('All member_of parameters must be associated with resources. '
+                   'Found the following orphaned member_of keys: %s' % ', '.join(orphans))
+    if not all(g.resources for g in groups.values()):
+        raise _bad('All request groups must specify resources.')
+    if not groups:
+        raise _bad('At least one request group (`resources` or `resources{$S}`) '
+                   'is required.')
+
+
+def parse(params, version):
+    """The CandidateRequest for a query string (a webob MultiDict).
+
+    The caller has validated the key set against the version's schema.
+    """
+    wide = _request_wide(params, version)
+    pattern = _KEY[version >= (1, 33)]
+    seen = set()
+    for key in params.keys():
+        match = pattern.match(key)
+        if not match or key in seen:
+            continue
+        seen.add(key)
+        prefix, suffix = match.group(1), match.group(2) or ''
+        group = wide.groups.setdefault(suffix, RequestGroup(suffix))
+        _parse_group_key(params, version, group, prefix, params.getall(key))
+
+    if version >= (1, 36):
+        _check_groups_1_36(wide.groups, wide.same_subtrees)
+    else:
+        _check_orphans(wide.groups)
+
+    if version >= (1, 22):
+        conflicts = []
+        for suffix, group in wide.groups.items():
+            for any_of in group.required:
+                if any_of <= group.forbidden:
+                    conflicts.append('required%s: (%s)' % (suffix, ', '.join(sorted(any_of))))
+        if conflicts:
+            raise _bad('Conflicting required and forbidden traits found in the '
+                       'following traits keys: %s' % ', '.join(sorted(conflicts)))
+
+    granular = [g for g in wide.groups.values() if g.granular]
+    if not wide.group_policy and len(granular) > 1:
+        raise _bad('The "group_policy" parameter is required when specifying '
+                   'more than one "resources{N}" parameter.')
+    return wide

@@ -1,0 +1,297 @@
+"""GET /allocation_candidates: the SQL side.
+
+Every query returns only providers that can take part in an answer:
+capacity ((total - reserved) * allocation_ratio - used), min_unit, max_unit
+and step_size are checked in SQL, usage is summed per provider and class
+by a correlated subquery on the (provider, class) index, and trait and
+aggregate filters are EXISTS clauses. Python only combines what comes back.
+"""
+import os_traits
+import sqlalchemy as sa
+
+from placement_server import errors
+from placement_server.db import tables
+
+RP = tables.resource_providers
+INV = tables.inventories
+ALLOC = tables.allocations
+RPT = tables.resource_provider_traits
+RPA = tables.resource_provider_aggregates
+
+# Bound parameters per IN list (SQLite allows 32766 per statement).
+CHUNK = 5000
+
+
+def chunks(ids):
+    ids = sorted(ids)
+    for i in range(0, len(ids), CHUNK):
+        yield ids[i:i + CHUNK]
+
+
+def _has_any_trait(rp_col, trait_ids):
+    return sa.exists().where(RPT.c.resource_provider_id == rp_col,
+                             RPT.c.trait_id.in_(sorted(trait_ids)))
+
+
+def _in_any_aggregate(rp_col, agg_ids):
+    return sa.exists().where(RPA.c.resource_provider_id == rp_col,
+                             RPA.c.aggregate_id.in_(sorted(agg_ids)))
+
+
+def _in_all_aggregate_sets(rp_col, member_of):
+    return sa.and_(*[_in_any_aggregate(rp_col, s) for s in member_of])
+
+
+def used_of(rp_col, rc_id):
+    """What is allocated of class ``rc_id`` from provider ``rp_col``."""
+    total = (sa.select(sa.func.sum(ALLOC.c.used))
+             .where(ALLOC.c.resource_provider_id == rp_col,
+                    ALLOC.c.resource_class_id == rc_id)
+             .scalar_subquery())
+    return sa.func.coalesce(total, 0)
+
+
+def resolve_classes(conn, names):
+    rows = conn.execute(sa.select(tables.resource_classes.c.name, tables.resource_classes.c.id)
+                        .where(tables.resource_classes.c.name.in_(sorted(names)))).all()
+    ids = dict(rows)
+    for name in sorted(names):
+        if name not in ids:
+            raise errors.BadRequest('Invalid resource class in resources parameter: '
+                                    'No such resource class %s.' % name)
+    return ids
+
+
+def resolve_traits(conn, names):
+    if not names:
+        return {}
+    rows = conn.execute(sa.select(tables.traits.c.name, tables.traits.c.id)
+                        .where(tables.traits.c.name.in_(sorted(names)))).all()
+    ids = dict(rows)
+    missing = sorted(set(names) - set(ids))
+    if missing:
+        raise errors.BadRequest('No such trait(s): %s.' % ', '.join(missing))
+    return ids
+
+
+def resolve_aggregates(conn, uuids):
+    if not uuids:
+        return {}
+    agg = tables.placement_aggregates
+    return dict(conn.execute(sa.select(agg.c.uuid, agg.c.id)
+                             .where(agg.c.uuid.in_(sorted(uuids)))).all())
+
+
+def root_of_uuid(conn, uuid):
+    return conn.execute(sa.select(RP.c.root_provider_id)
+                        .where(RP.c.uuid == uuid)).scalar()
+
+
+def has_trees(conn):
+    return conn.execute(sa.select(RP.c.id).where(RP.c.parent_provider_id.is_not(None))
+                        .limit(1)).first() is not None
+
+
+def sharing_providers(conn):
+    """{provider id: set of its aggregate ids} for MISC_SHARES_VIA_AGGREGATE providers."""
+    shares = (sa.select(RPT.c.resource_provider_id)
+              .join(tables.traits, tables.traits.c.id == RPT.c.trait_id)
+              .where(tables.traits.c.name == os_traits.MISC_SHARES_VIA_AGGREGATE))
+    found = {rp: set() for rp in conn.execute(shares).scalars()}
+    if found:
+        for rp, agg in conn.execute(sa.select(RPA.c.resource_provider_id, RPA.c.aggregate_id)
+                                    .where(RPA.c.resource_provider_id.in_(sorted(found)))):
+            found[rp].add(agg)
+    return found
+
+
+def sharing_anchors(conn, sharing_ids):
+    """{sharing provider id: roots of the trees it shares with, its own included}."""
+    anchors = {s: set() for s in sharing_ids}
+    if not sharing_ids:
+        return anchors
+    mine = RPA.alias('mine')
+    theirs = RPA.alias('theirs')
+    query = (sa.select(mine.c.resource_provider_id, RP.c.root_provider_id).distinct()
+             .join(theirs, theirs.c.aggregate_id == mine.c.aggregate_id)
+             .join(RP, RP.c.id == theirs.c.resource_provider_id))
+    for chunk in chunks(sharing_ids):
+        for s, root in conn.execute(query.where(mine.c.resource_provider_id.in_(chunk))):
+            anchors[s].add(root)
+        for s, root in conn.execute(sa.select(RP.c.id, RP.c.root_provider_id)
+                                    .where(RP.c.id.in_(chunk))):
+            anchors[s].add(root)
+    return anchors
+
+
+def _trait_filters(rp_col, query):
+    conds = [_has_any_trait(rp_col, any_of) for any_of in query.required]
+    if query.forbidden:
+        conds.append(~_has_any_trait(rp_col, query.forbidden))
+    return conds
+
+
+def single_providers(conn, query):
+    """Providers that alone satisfy a group: every class, trait and aggregate.
+
+    Returns ({provider: root}, {(provider, class): (capacity, used, max_unit)}).
+    """
+    cols = [RP.c.id, RP.c.root_provider_id]
+    conds = _trait_filters(RP.c.id, query)
+    if query.member_of:
+        conds.append(_in_all_aggregate_sets(RP.c.id, query.member_of))
+    if query.forbidden_aggs:
+        conds.append(~_in_any_aggregate(RP.c.id, query.forbidden_aggs))
+    if query.tree_root is not None:
+        conds.append(RP.c.root_provider_id == query.tree_root)
+    from_ = RP
+    rcs = sorted(query.resources.items())
+    for i, (rc_id, amount) in enumerate(rcs):
+        inv = INV.alias('inv%d' % i)
+        from_ = from_.join(inv, sa.and_(inv.c.resource_provider_id == RP.c.id,
+                                        inv.c.resource_class_id == rc_id))
+        used = used_of(RP.c.id, rc_id)
+        conds += _fits(inv, used, amount)
+        cols += [inv.c.total, inv.c.reserved, inv.c.allocation_ratio, inv.c.max_unit,
+                 used.label('used%d' % i)]
+    roots, capacity = {}, {}
+    for row in conn.execute(sa.select(*cols).select_from(from_).where(*conds)):
+        roots[row[0]] = row[1]
+        for i, (rc_id, _) in enumerate(rcs):
+            total, reserved, ratio, max_unit, used = row[2 + 5 * i:7 + 5 * i]
+            capacity[row[0], rc_id] = (int((total - reserved) * ratio), int(used), max_unit)
+    return roots, capacity
+
+
+def _fits(inv, used, amount):
+    return [used + amount <= (inv.c.total - inv.c.reserved) * inv.c.allocation_ratio,
+            inv.c.min_unit <= amount,
+            inv.c.max_unit >= amount,
+            sa.literal(amount) % inv.c.step_size == 0]
+
+
+def providers_per_class(conn, query):
+    """For a group that may spread over a tree: per class, the providers with room.
+
+    Provider filters: forbidden traits on the provider itself; member_of on
+    the provider or its root (an aggregate on the root spans the tree);
+    forbidden aggregates on neither. Required traits are judged later on the
+    whole set of providers a candidate uses, so here each row only says
+    which of the required any-of sets the provider meets.
+
+    Returns ({class: [provider]}, {provider: root},
+             {(provider, class): (capacity, used, max_unit)}, {provider: {set index}}).
+    """
+    base = []
+    if query.forbidden:
+        base.append(~_has_any_trait(RP.c.id, query.forbidden))
+    if query.member_of:
+        base.append(sa.or_(_in_all_aggregate_sets(RP.c.id, query.member_of),
+                           _in_all_aggregate_sets(RP.c.root_provider_id, query.member_of)))
+    if query.forbidden_aggs:
+        base.append(~_in_any_aggregate(RP.c.id, query.forbidden_aggs))
+        base.append(~_in_any_aggregate(RP.c.root_provider_id, query.forbidden_aggs))
+    if query.tree_root is not None:
+        base.append(RP.c.root_provider_id == query.tree_root)
+    trait_cols = [_has_any_trait(RP.c.id, any_of).label('t%d' % k)
+                  for k, any_of in enumerate(query.required)]
+    by_class, roots, capacity, meets = {}, {}, {}, {}
+    for rc_id, amount in sorted(query.resources.items()):
+        used = used_of(RP.c.id, rc_id)
+        sel = (sa.select(RP.c.id, RP.c.root_provider_id, INV.c.total, INV.c.reserved,
+                         INV.c.allocation_ratio, INV.c.max_unit, used.label('used'),
+                         *trait_cols)
+               .join(INV, sa.and_(INV.c.resource_provider_id == RP.c.id,
+                                  INV.c.resource_class_id == rc_id))
+               .where(*base, *_fits(INV, used, amount)))
+        found = by_class[rc_id] = []
+        for row in conn.execute(sel):
+            rp = row[0]
+            found.append(rp)
+            roots[rp] = row[1]
+            total, reserved, ratio, max_unit, used_now = row[2:7]
+            capacity[rp, rc_id] = (int((total - reserved) * ratio), int(used_now), max_unit)
+            meets[rp] = {k for k, ok in enumerate(row[7:]) if ok}
+        if not found:
+            break
+    return by_class, roots, capacity, meets
+
+
+def matching_roots(conn, root_ids, required, forbidden):
+    """Those of ``root_ids`` that have every ``required`` and no ``forbidden`` trait."""
+    conds = [_has_any_trait(RP.c.id, [t]) for t in required]
+    if forbidden:
+        conds.append(~_has_any_trait(RP.c.id, forbidden))
+    found = set()
+    for chunk in chunks(root_ids):
+        found.update(conn.execute(sa.select(RP.c.id).where(RP.c.id.in_(chunk), *conds)).scalars())
+    return found
+
+
+def roots_in_aggregates(conn, root_ids, agg_ids):
+    found = set()
+    for chunk in chunks(root_ids):
+        found.update(conn.execute(
+            sa.select(RPA.c.resource_provider_id).distinct()
+            .where(RPA.c.resource_provider_id.in_(chunk),
+                   RPA.c.aggregate_id.in_(sorted(agg_ids)))).scalars())
+    return found
+
+
+def resourceless_providers(conn, query):
+    """Providers meeting a group's trait and aggregate filters ({provider: root})."""
+    conds = _trait_filters(RP.c.id, query)
+    if query.member_of:
+        conds.append(_in_all_aggregate_sets(RP.c.id, query.member_of))
+    if query.forbidden_aggs:
+        conds.append(~_in_any_aggregate(RP.c.id, query.forbidden_aggs))
+    if query.tree_root is not None:
+        conds.append(RP.c.root_provider_id == query.tree_root)
+    return dict(conn.execute(sa.select(RP.c.id, RP.c.root_provider_id).where(*conds)).all())
+
+
+def tree_members(conn, root_ids):
+    """Rows (id, uuid, parent id, root id) of every provider in the given trees."""
+    rows = []
+    for chunk in chunks(root_ids):
+        rows += conn.execute(sa.select(RP.c.id, RP.c.uuid, RP.c.parent_provider_id,
+                                       RP.c.root_provider_id)
+                             .where(RP.c.root_provider_id.in_(chunk))).all()
+    return rows
+
+
+def providers_by_id(conn, ids):
+    rows = []
+    for chunk in chunks(ids):
+        rows += conn.execute(sa.select(RP.c.id, RP.c.uuid, RP.c.parent_provider_id,
+                                       RP.c.root_provider_id)
+                             .where(RP.c.id.in_(chunk))).all()
+    return rows
+
+
+def summaries_data(conn, rp_ids):
+    """Inventories with usage, and trait names, of the given providers.
+
+    Returns ({provider: {class name: (capacity, used)}}, {provider: [trait]}).
+    """
+    rc = tables.resource_classes
+    resources = {rp: {} for rp in rp_ids}
+    traits = {rp: [] for rp in rp_ids}
+    for chunk in chunks(rp_ids):
+        used = {(rp, c): int(u) for rp, c, u in conn.execute(
+            sa.select(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id,
+                      sa.func.sum(ALLOC.c.used))
+            .where(ALLOC.c.resource_provider_id.in_(chunk))
+            .group_by(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id))}
+        for rp, rc_id, name, total, reserved, ratio in conn.execute(
+                sa.select(INV.c.resource_provider_id, INV.c.resource_class_id, rc.c.name,
+                          INV.c.total, INV.c.reserved, INV.c.allocation_ratio)
+                .join(rc, rc.c.id == INV.c.resource_class_id)
+                .where(INV.c.resource_provider_id.in_(chunk))):
+            resources[rp][name] = (int((total - reserved) * ratio), used.get((rp, rc_id), 0))
+        for rp, name in conn.execute(
+                sa.select(RPT.c.resource_provider_id, tables.traits.c.name)
+                .join(tables.traits, tables.traits.c.id == RPT.c.trait_id)
+                .where(RPT.c.resource_provider_id.in_(chunk))):
+            traits[rp].append(name)
+    return resources, traits
