@@ -1,0 +1,122 @@
+"""Traits: the standard ones (seeded from os-traits) and CUSTOM_* ones, and
+the set of traits each provider has."""
+import os_traits
+import sqlalchemy as sa
+
+from placement_server import errors
+from placement_server.db import api
+from placement_server.db import providers
+from placement_server.db import tables
+
+TRAITS = tables.traits
+RPT = tables.resource_provider_traits
+
+
+def list_names(conn, names=None, prefix=None, associated=None):
+    """(name, created_at, updated_at) rows, filtered, ordered by name."""
+    query = sa.select(TRAITS.c.name, TRAITS.c.created_at, TRAITS.c.updated_at)
+    if names is not None:
+        query = query.where(TRAITS.c.name.in_(sorted(names)))
+    if prefix is not None:
+        query = query.where(TRAITS.c.name.startswith(prefix, autoescape=True))
+    if associated is not None:
+        used = TRAITS.c.id.in_(sa.select(RPT.c.trait_id))
+        query = query.where(used if associated else ~used)
+    return conn.execute(query.order_by(TRAITS.c.name)).mappings().all()
+
+
+def get(conn, name):
+    row = conn.execute(sa.select(TRAITS).where(TRAITS.c.name == name)).mappings().first()
+    if row is None:
+        raise errors.NotFound('No such trait(s): %s.' % name)
+    return row
+
+
+def create(conn, name):
+    """Insert a custom trait; (row, created) where created is False if it
+    already existed."""
+    try:
+        with conn.begin_nested():
+            conn.execute(TRAITS.insert().values(name=name, created_at=api.utcnow()))
+        created = True
+    except sa.exc.IntegrityError:
+        created = False
+    return get(conn, name), created
+
+
+def delete(conn, name):
+    if name in os_traits.get_traits():
+        raise errors.BadRequest('Cannot delete standard trait %s.' % name)
+    row = get(conn, name)
+    if conn.execute(sa.select(RPT.c.trait_id).where(RPT.c.trait_id == row['id'])
+                    .limit(1)).first():
+        raise errors.Conflict('The trait %s is in use by a resource provider.' % name)
+    try:
+        with conn.begin_nested():
+            conn.execute(TRAITS.delete().where(TRAITS.c.id == row['id']))
+    except sa.exc.IntegrityError:
+        # A provider took the trait since the check above.
+        raise errors.Conflict('The trait %s is in use by a resource provider.' % name)
+
+
+def of_provider(conn, provider_id):
+    """The provider's trait rows (name, created_at, updated_at), by name."""
+    return conn.execute(
+        sa.select(TRAITS.c.name, RPT.c.created_at, RPT.c.updated_at)
+        .join(RPT, RPT.c.trait_id == TRAITS.c.id)
+        .where(RPT.c.resource_provider_id == provider_id)
+        .order_by(TRAITS.c.name)).mappings().all()
+
+
+def _check_generation(row, expected):
+    if row['generation'] != expected:
+        raise providers.ConcurrentUpdate(
+            "Resource provider's generation already changed. Please update "
+            "the generation and try again.")
+
+
+def set_for_provider(conn, uuid, names, generation):
+    """Replace the provider's traits with ``names`` (all must exist).
+
+    The generation must be ``generation``; it goes up by one when the set
+    changes (a write that changes nothing leaves it, as upstream does).
+    Returns the provider row after the write.
+    """
+    row = providers.get(conn, uuid, for_update=True)
+    _check_generation(row, generation)
+    wanted = _ids(conn, names)
+    have = set(conn.scalars(sa.select(RPT.c.trait_id)
+                            .where(RPT.c.resource_provider_id == row['id'])))
+    gone, new = have - set(wanted.values()), set(wanted.values()) - have
+    if gone:
+        conn.execute(RPT.delete().where(RPT.c.resource_provider_id == row['id'],
+                                        RPT.c.trait_id.in_(sorted(gone))))
+    if new:
+        now = api.utcnow()
+        conn.execute(RPT.insert(), [{'resource_provider_id': row['id'], 'trait_id': t,
+                                     'created_at': now} for t in sorted(new)])
+    if gone or new:
+        providers.increment_generation(conn, row['id'], generation)
+    return providers.get(conn, uuid)
+
+
+def _ids(conn, names):
+    """{name: id}; an unknown name is a 400 listing them all."""
+    names = set(names)
+    if not names:
+        return {}
+    found = dict(conn.execute(sa.select(TRAITS.c.name, TRAITS.c.id)
+                              .where(TRAITS.c.name.in_(sorted(names)))).all())
+    unknown = names - set(found)
+    if unknown:
+        raise errors.BadRequest('No such trait %s' % ', '.join(sorted(unknown)))
+    return found
+
+
+def clear_provider(conn, uuid):
+    """Remove every trait of the provider; the generation goes up if any
+    were removed."""
+    row = providers.get(conn, uuid, for_update=True)
+    removed = conn.execute(RPT.delete().where(RPT.c.resource_provider_id == row['id']))
+    if removed.rowcount:
+        providers.increment_generation(conn, row['id'], row['generation'])
