@@ -2,6 +2,7 @@
 import os
 
 from oslo_config import cfg
+from oslo_middleware import cors
 
 
 def default_state_dir():
@@ -34,7 +35,20 @@ api_opts = [
                         ('noauth2', 'development only: the token is '
                                     '"user[:project]"; "admin" is an admin')],
                help='How requests are authenticated.'),
+    cfg.BoolOpt('enable_metrics', default=True,
+                help='Count requests and time them by route, method and '
+                     'status, and serve the numbers to Prometheus at '
+                     '/metrics (no token needed: restrict it at the proxy).'),
 ]
+
+# Headers a browser client may send and read across origins, once CORS is
+# turned on by setting [cors] allowed_origin.
+_CORS_HEADERS = ['X-Auth-Token', 'X-Openstack-Request-Id', 'OpenStack-API-Version']
+cors.set_defaults(
+    allow_headers=_CORS_HEADERS + ['X-Identity-Status', 'X-Roles', 'X-Service-Catalog',
+                                   'X-User-Id', 'X-Tenant-Id'],
+    expose_headers=_CORS_HEADERS + ['Vary', 'Last-Modified', 'Location'],
+    allow_methods=['GET', 'PUT', 'POST', 'DELETE', 'PATCH', 'HEAD'])
 
 placement_opts = [
     cfg.BoolOpt('randomize_allocation_candidates', default=False,
@@ -50,6 +64,7 @@ def register_opts(conf):
     conf.register_opts(database_opts, group='placement_database')
     conf.register_opts(api_opts, group='api')
     conf.register_opts(placement_opts, group='placement')
+    conf.register_opts(cors.CORS_OPTS, group='cors')
 
 
 def list_opts():

@@ -1,0 +1,153 @@
+"""placement-server: the placement API under gunicorn.
+
+The master process checks the configuration and the database (and
+upgrades the schema with --sync-db) before forking workers, so a mistake
+is one line and exit status 1, not a crash loop. Each worker then opens
+its own database pool.
+
+Workers are gunicorn's sync workers: one request at a time each, and every
+response says ``Connection: close``, so a client never reuses a connection
+the server is about to drop. SIGTERM (or SIGINT) stops gracefully:
+requests in flight finish, then the master exits 0.
+"""
+import os
+import shutil
+import socket
+import sys
+import tempfile
+
+from placement_server import cmd
+from placement_server.db import migration
+
+DEFAULT_HOST = '127.0.0.1'
+DEFAULT_PORT = 8778
+
+
+def _parser():
+    parser = cmd.ArgumentParser(
+        prog='placement-server',
+        description='Serve the OpenStack Placement compatible API.')
+    parser.add_argument('--host', default=DEFAULT_HOST,
+                        help='address to listen on (default %(default)s)')
+    parser.add_argument('--port', type=int, default=DEFAULT_PORT,
+                        help='port to listen on (default %(default)s)')
+    parser.add_argument('--workers', type=int, default=1,
+                        help='worker processes (default %(default)s)')
+    parser.add_argument('--timeout', type=int, default=120,
+                        help='seconds a request may take before its worker '
+                             'is restarted (default %(default)s)')
+    parser.add_argument('--auth-strategy', choices=('keystone', 'noauth2'),
+                        help='override [api] auth_strategy')
+    parser.add_argument('--sync-db', action='store_true',
+                        help='create or upgrade the database schema first')
+    cmd.add_conf_arguments(parser)
+    return parser
+
+
+def _check_port_free(host, port):
+    family = socket.AF_INET6 if ':' in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError as e:
+            raise cmd.CommandError('cannot listen on %s:%d: %s' % (host, port, e.strerror))
+
+
+def _gunicorn_app(conf, options):
+    from gunicorn.app import base
+
+    class PlacementServer(base.BaseApplication):
+
+        def load_config(self):
+            for key, value in options.items():
+                if key in self.cfg.settings:   # some are newer than gunicorn 21
+                    self.cfg.set(key, value)
+
+        def load(self):
+            # In each worker after the fork: its own engine and pool.
+            from placement_server import wsgi_app
+            return wsgi_app.init_application(conf)
+
+    return PlacementServer()
+
+
+def _child_exit(server, worker):
+    # Drop a dead worker's live gauges from the Prometheus totals.
+    from prometheus_client import multiprocess
+    multiprocess.mark_process_dead(worker.pid)
+
+
+def _main(argv):
+    args = _parser().parse_args(argv)
+    if not 0 < args.port < 65536:
+        raise cmd.CommandError('placement-server: --port must be 1-65535')
+    if args.workers < 1:
+        raise cmd.CommandError('placement-server: --workers must be at least 1')
+    # Set before prometheus_client is first imported, in the master, so that
+    # every worker writes its numbers where one scrape can sum them.
+    metrics_dir = None
+    if not os.environ.get('PROMETHEUS_MULTIPROC_DIR'):
+        metrics_dir = tempfile.mkdtemp(prefix='placement-metrics-')
+        os.environ['PROMETHEUS_MULTIPROC_DIR'] = metrics_dir
+    master = os.getpid()
+    try:
+        overrides = {}
+        if args.auth_strategy:
+            overrides[('api', 'auth_strategy')] = args.auth_strategy
+        return _serve(args, cmd.load_conf(args, overrides))
+    finally:
+        # Workers unwind through here too when they exit: only the master
+        # owns the directory.
+        if metrics_dir and os.getpid() == master:
+            shutil.rmtree(metrics_dir, ignore_errors=True)
+
+
+def _serve(args, conf):
+    from oslo_log import log as logging
+
+    db = cmd.open_database(conf)
+    try:
+        if args.sync_db or conf.placement_database.sync_on_startup:
+            migration.sync(db)
+        elif not migration.is_current(db):
+            raise cmd.CommandError(
+                'placement-server: the database schema at %s is not current; '
+                'run "placement-manage db sync" or pass --sync-db'
+                % cmd.safe_url(conf.placement_database.connection))
+    finally:
+        db.dispose()
+    # The workers must not sync again, concurrently.
+    conf.set_override('sync_on_startup', False, group='placement_database')
+    _check_port_free(args.host, args.port)
+    logging.setup(conf, 'placement')
+    options = {
+        'bind': '[%s]:%d' % (args.host, args.port) if ':' in args.host
+                else '%s:%d' % (args.host, args.port),
+        'workers': args.workers,
+        'worker_class': 'sync',
+        'timeout': args.timeout,
+        'graceful_timeout': 10,
+        'proc_name': 'placement-server',
+        # One log line per request comes from placement_server.middleware.
+        'accesslog': None,
+        'errorlog': '-',
+        'loglevel': 'info',
+        'child_exit': _child_exit,
+        # Several servers may run on one host: no shared control socket.
+        'control_socket_disable': True,
+    }
+    print('placement-server: serving http://%s:%d/ with %d worker(s), %s auth, '
+          'database %s' % (args.host, args.port, args.workers, conf.api.auth_strategy,
+                           cmd.safe_url(conf.placement_database.connection)),
+          file=sys.stderr, flush=True)
+    _gunicorn_app(conf, options).run()
+    return 0
+
+
+def main(argv=None):
+    sys.exit(cmd.run(_main, argv))
+
+
+if __name__ == '__main__':
+    main()

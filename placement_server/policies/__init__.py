@@ -1,0 +1,11 @@
+"""Placement's policy in code: the defaults an operator's file overrides.
+
+``list_rules`` is the ``oslo.policy.policies`` entry point that
+oslopolicy-sample-generator and oslopolicy-policy-generator read.
+"""
+from placement_server.policies import api
+from placement_server.policies import base
+
+
+def list_rules():
+    return base.rules + api.rules

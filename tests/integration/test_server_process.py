@@ -1,0 +1,187 @@
+"""placement-server as a real process: start, serve, log, scrape, stop."""
+import os
+import re
+import socket
+import subprocess
+import time
+
+import pytest
+import requests
+
+from tests import upstream
+from tests.integration import servers
+
+pytestmark = pytest.mark.integration
+
+ADMIN = servers.ADMIN
+
+
+def _sqlite(tmp_path, name='placement.sqlite'):
+    return 'sqlite:///%s' % (tmp_path / name)
+
+
+def _run(args, tmp_path, timeout=60, env=None):
+    return subprocess.run(args, cwd=str(tmp_path), capture_output=True, text=True,
+                          timeout=timeout,
+                          env=upstream.clean_env(HOME=str(tmp_path), **(env or {})))
+
+
+def test_default_database_is_sqlite_under_the_state_dir(tmp_path):
+    server = servers.Server(None, str(tmp_path), sync_db=True)
+    server.command = lambda: [servers.PLACEMENT_SERVER, '--port', str(server.port),
+                              '--auth-strategy', 'noauth2', '--sync-db']
+    server.start()
+    try:
+        resp = requests.get(server.url + '/resource_classes', headers=ADMIN, timeout=10)
+        assert resp.status_code == 200
+        assert 'VCPU' in [rc['name'] for rc in resp.json()['resource_classes']]
+    finally:
+        assert server.stop() == 0
+    assert (tmp_path / '.local/state/placement/placement.sqlite').exists()
+
+
+def test_serves_the_api_and_stops_cleanly_on_sigterm(placement_servers, tmp_path):
+    server, = placement_servers(_sqlite(tmp_path), workers=2)
+    resp = requests.post(server.url + '/resource_providers', json={'name': 'cn1'},
+                         headers=ADMIN, timeout=10)
+    assert resp.status_code == 200, resp.text
+    assert resp.json()['name'] == 'cn1'
+    started = time.monotonic()
+    assert server.stop() == 0
+    assert time.monotonic() - started < 15
+    with pytest.raises(requests.ConnectionError):
+        requests.get(server.url + '/', timeout=2)
+
+
+def test_every_response_closes_the_connection(placement_servers, tmp_path):
+    # Sync workers cannot keep a connection alive; they must say so, or a
+    # client would reuse a socket the server has already dropped.
+    server, = placement_servers(_sqlite(tmp_path))
+    with socket.create_connection(('127.0.0.1', server.port), timeout=10) as sock:
+        sock.sendall(b'GET / HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\n\r\n')
+        data = b''
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:       # the server closed: after the whole response
+                break
+            data += chunk
+    head, _, body = data.partition(b'\r\n\r\n')
+    assert head.startswith(b'HTTP/1.1 200')
+    assert re.search(rb'(?im)^connection: close\r?$', head)
+    assert b'max_version' in body
+    # and a keep-alive client such as requests' Session works across calls
+    with requests.Session() as session:
+        for _ in range(5):
+            assert session.get(server.url + '/resource_providers', headers=ADMIN,
+                               timeout=10).status_code == 200
+
+
+def test_one_log_line_per_request_with_the_global_request_id(placement_servers, tmp_path):
+    server, = placement_servers(_sqlite(tmp_path))
+    global_id = 'req-12345678-1234-1234-1234-123456789abc'
+    resp = requests.get(server.url + '/resource_providers?name=x',
+                        headers=dict(ADMIN, **{'X-OpenStack-Request-Id': global_id}),
+                        timeout=10)
+    assert resp.status_code == 200
+    local_id = resp.headers['x-openstack-request-id']
+    assert local_id != global_id
+    requests.get(server.url + '/nowhere', headers=ADMIN, timeout=10)
+    server.stop()
+    lines = [line for line in server.log().splitlines()
+             if 'placement_server.requests' in line and '"GET /" ' not in line]
+    assert len(lines) == 2, lines
+    assert global_id in lines[0] and local_id in lines[0]
+    assert '"GET /resource_providers?name=x" status: 200' in lines[0]
+    assert '"GET /nowhere" status: 404' in lines[1]
+
+
+def test_metrics_sum_over_workers(placement_servers, tmp_path):
+    server, = placement_servers(_sqlite(tmp_path), workers=2)
+    for _ in range(7):
+        assert requests.get(server.url + '/resource_providers', headers=ADMIN,
+                            timeout=10).status_code == 200
+    requests.get(server.url + '/resource_providers/nope', headers=ADMIN, timeout=10)
+    text = requests.get(server.url + '/metrics', timeout=10).text
+    count = re.search(r'^placement_http_requests_total\{method="GET",'
+                      r'route="/resource_providers",status="200"\} (\S+)$', text, re.M)
+    assert count and float(count.group(1)) == 7.0, text
+    assert re.search(r'route="/resource_providers/\{uuid\}",status="404"', text)
+    assert re.search(r'^placement_db_pool_connections_open \S+$', text, re.M)
+    assert 'placement_http_request_duration_seconds_bucket' in text
+
+
+def test_healthcheck_needs_no_token(placement_servers, tmp_path):
+    server, = placement_servers(_sqlite(tmp_path))
+    resp = requests.get(server.url + '/healthcheck', timeout=10)
+    assert resp.status_code == 200
+    assert resp.json() == {'status': 'OK', 'database': 'OK'}
+    assert requests.get(server.url + '/resource_providers', timeout=10).status_code == 401
+
+
+@pytest.mark.parametrize('args, message', [
+    (['--port', '0'], '--port must be 1-65535'),
+    (['--workers', 'many'], "argument --workers: invalid int value: 'many'"),
+    (['--auth-strategy', 'magic'], 'argument --auth-strategy: invalid choice'),
+    (['--database-connection', 'nosuchdb://x'], 'cannot use database'),
+    (['--database-connection', 'postgresql+psycopg2://nobody@127.0.0.1:1/x'],
+     'cannot use database postgresql+psycopg2://nobody@127.0.0.1:1/x'),
+    (['--config-file', '/nonexistent/placement.conf'], 'cannot read config file'),
+])
+def test_bad_arguments_are_one_line_and_exit_1(tmp_path, args, message):
+    result = _run([servers.PLACEMENT_SERVER] + args, tmp_path)
+    assert result.returncode == 1
+    assert message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert 'Traceback' not in result.stdout + result.stderr
+
+
+def test_refuses_a_database_without_the_current_schema(tmp_path):
+    result = _run([servers.PLACEMENT_SERVER, '--database-connection', _sqlite(tmp_path),
+                   '--port', str(upstream.free_port())], tmp_path)
+    assert result.returncode == 1
+    assert 'not current' in result.stderr and 'db sync' in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_port_in_use_is_one_line(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(('127.0.0.1', 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = _run([servers.PLACEMENT_SERVER, '--database-connection', _sqlite(tmp_path),
+                       '--sync-db', '--port', str(port)], tmp_path)
+    assert result.returncode == 1
+    assert 'cannot listen on 127.0.0.1:%d' % port in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_wsgi_app_is_configured_from_the_environment(tmp_path):
+    # Any WSGI server can load the module-level application; oslo.config
+    # reads OS_<GROUP>__<OPTION> variables as upstream placement does.
+    url = _sqlite(tmp_path)
+    assert _run([servers.PLACEMENT_MANAGE, '--database-connection', url, 'db', 'sync'],
+                tmp_path).returncode == 0
+    port = upstream.free_port()
+    log_path = str(tmp_path / 'gunicorn.log')
+    with open(log_path, 'wb') as log:
+        proc = subprocess.Popen(
+            upstream.gunicorn_command(os.path.join(servers.BIN, 'gunicorn'),
+                                      'placement_server.wsgi_app:application', port, 2),
+            cwd=str(tmp_path), stdout=log, stderr=subprocess.STDOUT,
+            env=upstream.clean_env(HOME=str(tmp_path),
+                                   OS_PLACEMENT_DATABASE__CONNECTION=url,
+                                   OS_API__AUTH_STRATEGY='noauth2'))
+    base = 'http://127.0.0.1:%d' % port
+    try:
+        upstream.wait_until_up(base, proc, log_path)
+        resp = requests.post(base + '/resource_providers', json={'name': 'from-env'},
+                             headers=ADMIN, timeout=10)
+        assert resp.status_code == 200, resp.text
+    finally:
+        upstream.stop_process(proc)
+    import sqlalchemy as sa
+    engine = sa.create_engine(url)
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql(
+            "SELECT count(*) FROM resource_providers WHERE name = 'from-env'").scalar() == 1
+    engine.dispose()
