@@ -1,3 +1,45 @@
-"""Placeholder: the owner fills this in."""
+"""/resource_providers/{uuid}/aggregates (1.1): show and replace."""
+from placement_server import util
+from placement_server.db import aggregates as db
+from placement_server.db import api
+from placement_server.db import providers
+from placement_server.schemas import aggregate as schema
 
-ROUTES = []
+
+def _render(req, conn, row):
+    rows = db.of_provider(conn, row['id'])
+    body = {'aggregates': [r['uuid'] for r in rows]}
+    if req.version >= (1, 19):
+        body['resource_provider_generation'] = row['generation']
+    modified = util.last_modified(*(r['updated_at'] or r['created_at'] for r in rows))
+    return util.json_response(req, body, modified=modified)
+
+
+@util.since('1.1')
+def get_aggregates(req, uuid):
+    req.context.can('placement:resource_providers:aggregates:list')
+    util.check_accept(req)
+    with req.db.reader() as conn:
+        return _render(req, conn, providers.get(conn, uuid))
+
+
+@util.since('1.1')
+@api.retry_on_deadlock
+def put_aggregates(req, uuid):
+    req.context.can('placement:resource_providers:aggregates:update')
+    if req.version >= (1, 19):
+        data = util.extract_json(req, schema.PUT_1_19)
+        aggregates, generation = data['aggregates'], data['resource_provider_generation']
+    else:
+        aggregates, generation = util.extract_json(req, schema.PUT_1_1), None
+    # Stored in canonical form, so member_of matches whatever form is used.
+    aggregates = [util.normalize_uuid(a) for a in aggregates]
+    with req.db.writer() as conn:
+        row = db.set_for_provider(conn, uuid, aggregates, generation)
+        return _render(req, conn, row)
+
+
+ROUTES = [
+    ('/resource_providers/{uuid}/aggregates', {'GET': get_aggregates,
+                                               'PUT': put_aggregates}),
+]

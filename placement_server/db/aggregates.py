@@ -1,0 +1,65 @@
+"""Aggregates: the uuids a provider is associated with.
+
+An aggregate exists in placement only as a uuid in placement_aggregates,
+created the first time a provider is put in it.
+"""
+import sqlalchemy as sa
+
+from placement_server.db import api
+from placement_server.db import providers
+from placement_server.db import tables
+
+AGG = tables.placement_aggregates
+RPA = tables.resource_provider_aggregates
+
+
+def of_provider(conn, provider_id):
+    """The provider's aggregate rows (uuid, created_at, updated_at), by uuid."""
+    return conn.execute(
+        sa.select(AGG.c.uuid, RPA.c.created_at, RPA.c.updated_at)
+        .join(RPA, RPA.c.aggregate_id == AGG.c.id)
+        .where(RPA.c.resource_provider_id == provider_id)
+        .order_by(AGG.c.uuid)).mappings().all()
+
+
+def ensure(conn, uuids):
+    """{uuid: id} for ``uuids``, inserting the ones not yet known."""
+    uuids = set(uuids)
+    if not uuids:
+        return {}
+    query = sa.select(AGG.c.uuid, AGG.c.id).where(AGG.c.uuid.in_(sorted(uuids)))
+    found = dict(conn.execute(query).all())
+    for uuid in sorted(uuids - set(found)):
+        try:
+            # A concurrent writer may create the same aggregate: that is fine.
+            with conn.begin_nested():
+                conn.execute(AGG.insert().values(uuid=uuid, created_at=api.utcnow()))
+        except sa.exc.IntegrityError:
+            pass
+    if len(found) < len(uuids):
+        found = dict(conn.execute(query).all())
+    return found
+
+
+def set_for_provider(conn, uuid, aggregate_uuids, generation=None):
+    """Replace the provider's aggregates.
+
+    With ``generation`` (1.19+) the write is a compare-and-swap that bumps
+    the provider's generation, even when the set is unchanged (as upstream
+    does); without it (before 1.19) the generation is left alone.
+    Returns the provider row after the write.
+    """
+    row = providers.get(conn, uuid, for_update=True)
+    if generation is not None:
+        providers.increment_generation(conn, row['id'], generation)
+    wanted = set(ensure(conn, aggregate_uuids).values())
+    have = set(conn.scalars(sa.select(RPA.c.aggregate_id)
+                            .where(RPA.c.resource_provider_id == row['id'])))
+    if have - wanted:
+        conn.execute(RPA.delete().where(RPA.c.resource_provider_id == row['id'],
+                                        RPA.c.aggregate_id.in_(sorted(have - wanted))))
+    if wanted - have:
+        now = api.utcnow()
+        conn.execute(RPA.insert(), [{'resource_provider_id': row['id'], 'aggregate_id': a,
+                                     'created_at': now} for a in sorted(wanted - have)])
+    return providers.get(conn, uuid)
