@@ -83,6 +83,11 @@ class Agent(service.ServiceBase):
         self._rpc_server = None
         self._metrics_server = None
 
+    @property
+    def last_snapshot(self):
+        """The host as placement was last made to match (None before)."""
+        return self._last_synced
+
     # -- what a cycle needs, built on first use ---------------------------
     def _ensure_parts(self):
         if self.driver is None:

@@ -1,0 +1,76 @@
+"""What every tracker command shares: options, logging, one-line errors."""
+import argparse
+import sys
+import warnings
+
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from tracker import conf as tracker_conf
+
+# oslo.messaging imports oslo.service's eventlet backend, which warns at
+# import; the tracker never uses eventlet, and its commands keep stderr for
+# their own one-line errors.
+warnings.filterwarnings('ignore', message=r'\s*Eventlet is deprecated')
+warnings.filterwarnings('ignore', category=DeprecationWarning)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse whose errors are one line and exit 2."""
+
+    def error(self, message):
+        sys.stderr.write('%s: error: %s\n' % (self.prog, message))
+        sys.exit(2)
+
+
+def add_config_args(parser):
+    # SUPPRESS: given before or after a subcommand, the value is kept.
+    parser.add_argument('--config-file', action='append',
+                        default=argparse.SUPPRESS, metavar='PATH',
+                        help='configuration file (repeatable)')
+    parser.add_argument('--config-dir', metavar='DIR', default=argparse.SUPPRESS,
+                        help='directory of *.conf files, read after the files')
+    parser.add_argument('--debug', action='store_true',
+                        default=argparse.SUPPRESS, help='debug logging')
+
+
+def load_conf(args, prog):
+    """The process's ConfigOpts with every tracker option, from ``args``.
+
+    The global cfg.CONF: oslo.messaging registers some of its options
+    (tracing, metrics) on that one only.
+    """
+    conf = tracker_conf.CONF
+    logging.register_options(conf)
+    # Commands print their results on stdout; logs go to stderr.
+    conf.set_default('use_stderr', True)
+    conf.set_default('default_log_levels', logging.get_default_log_levels()
+                     + ['oslo_service=WARN', 'stevedore=WARN'])
+    argv = []
+    for path in getattr(args, 'config_file', []):
+        argv += ['--config-file', path]
+    if getattr(args, 'config_dir', None):
+        argv += ['--config-dir', args.config_dir]
+    files = None if argv else cfg.find_config_files('tracker')
+    tracker_conf.load(argv, conf=conf, config_files=files)
+    if getattr(args, 'debug', False):
+        conf.set_override('debug', True)
+    logging.setup(conf, prog)
+    return conf
+
+
+def run(main, prog, argv=None):
+    """Call ``main(argv)``; any failure is one line on stderr and exit 1."""
+    try:
+        return main(argv)
+    except KeyboardInterrupt:
+        return 130
+    except cfg.Error as exc:
+        return fail(prog, 'configuration: %s' % exc)
+    except Exception as exc:
+        return fail(prog, '%s' % (exc or type(exc).__name__))
+
+
+def fail(prog, message, code=1):
+    sys.stderr.write('%s: %s\n' % (prog, ' '.join(str(message).split())))
+    return code

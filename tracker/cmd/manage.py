@@ -1,0 +1,130 @@
+"""tracker-manage: operator actions on the trackers and their aggregates.
+
+  aggregates sync [--file F]          mirror an aggregates file into placement
+  aggregates add-host AGG HOST        AGG: a uuid, or a name from the file
+  aggregates remove-host AGG HOST
+  refresh --host H                    ask H's agent for a cycle now (RPC cast)
+  audit --host H [--json]             ask H's agent for its drift (RPC call)
+"""
+import json
+import sys
+
+from tracker import aggregates as aggregates_mod
+from tracker.cmd import common
+
+PROG = 'tracker-manage'
+
+
+def _parser():
+    parser = common.Parser(prog=PROG, description='Operator actions on the '
+                           'trackers and their aggregates.')
+    common.add_config_args(parser)
+    sub = parser.add_subparsers(dest='command', required=True,
+                                parser_class=common.Parser)
+
+    aggs = sub.add_parser('aggregates', help='host aggregates in placement')
+    common.add_config_args(aggs)
+    agg_sub = aggs.add_subparsers(dest='action', required=True,
+                                  parser_class=common.Parser)
+    sync = agg_sub.add_parser('sync', help='mirror an aggregates file')
+    common.add_config_args(sync)
+    sync.add_argument('--file', help='aggregates YAML (default: [tracker] '
+                      'aggregates_file)')
+    for action in ('add-host', 'remove-host'):
+        one = agg_sub.add_parser(action, help='%s by host name' % action)
+        common.add_config_args(one)
+        one.add_argument('aggregate', help='aggregate uuid, or name in --file')
+        one.add_argument('host', help='host (compute node provider) name')
+        one.add_argument('--file', help='aggregates YAML to resolve names')
+
+    refresh = sub.add_parser('refresh', help="run a host's cycle now")
+    common.add_config_args(refresh)
+    refresh.add_argument('--host', required=True)
+
+    audit = sub.add_parser('audit', help="a host's drift, from its agent")
+    common.add_config_args(audit)
+    audit.add_argument('--host', required=True)
+    audit.add_argument('--json', action='store_true')
+    audit.add_argument('--timeout', type=int, default=60,
+                       help='seconds to wait for the agent')
+    return parser
+
+
+def _aggregates_file(conf, args, required):
+    path = args.file or conf.tracker.aggregates_file
+    if not path:
+        if required:
+            raise aggregates_mod.AggregateFileError(
+                'no aggregates file: give --file or set [tracker] aggregates_file')
+        return []
+    return aggregates_mod.load(path)
+
+
+def _report_client(conf):
+    from tracker.report_client import ReportClient
+    return ReportClient(conf=conf)
+
+
+def aggregates(conf, args):
+    if args.action == 'sync':
+        described = _aggregates_file(conf, args, required=True)
+        report = aggregates_mod.sync(_report_client(conf), described)
+        print(report.as_text())
+        return 1 if report.failed else 0
+    described = _aggregates_file(conf, args, required=False)
+    uuid = aggregates_mod.find(described, args.aggregate)
+    client = _report_client(conf)
+    if args.action == 'add-host':
+        ok = client.aggregate_add_host(uuid, args.host)
+    else:
+        ok = client.aggregate_remove_host(uuid, args.host)
+    if ok is False:
+        return common.fail(PROG, '%s %s %s failed (placement); run it again'
+                           % (args.action, args.aggregate, args.host))
+    print('%s: %s %s' % (args.action, args.aggregate, args.host))
+    return 0
+
+
+def refresh(conf, args):
+    from tracker import rpc
+    client = rpc.Client(conf, args.host)
+    try:
+        client.refresh()
+    finally:
+        client.close()
+    print('refresh requested from %s' % args.host)
+    return 0
+
+
+def audit(conf, args):
+    from tracker import audit as audit_mod
+    from tracker import rpc
+    client = rpc.Client(conf, args.host, timeout=args.timeout)
+    try:
+        report = client.audit()
+    except Exception as exc:
+        return common.fail(PROG, 'no answer from the agent of %s: %s'
+                           % (args.host, type(exc).__name__ if not str(exc) else exc))
+    finally:
+        client.close()
+    if args.json:
+        print(json.dumps(report, indent=2, sort_keys=True))
+    else:
+        drift = [audit_mod.Drift(**d) for d in report['drift']]
+        print(audit_mod.AuditReport(report['host'], drift).as_text())
+    return audit_mod.EXIT_IN_SYNC if report['in_sync'] else audit_mod.EXIT_DRIFT
+
+
+def _main(argv):
+    args = _parser().parse_args(argv)
+    conf = common.load_conf(args, PROG)
+    return {'aggregates': aggregates, 'refresh': refresh,
+            'audit': audit}[args.command](conf, args)
+
+
+def main(argv=None):
+    return common.run(_main, PROG, sys.argv[1:] if argv is None else argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,47 @@
+"""A provider tree with its usage, as an operator reads it."""
+from tracker.audit import normalize_allocations
+
+
+def usage_by_provider(allocations):
+    """``{rp_uuid: {rc: used}}`` summed over every consumer."""
+    usage = {}
+    for consumer_allocations in (allocations or {}).values():
+        for rp, resources in normalize_allocations(consumer_allocations).items():
+            used = usage.setdefault(rp, {})
+            for rc, amount in resources.items():
+                used[rc] = used.get(rc, 0) + amount
+    return usage
+
+
+def format_tree(providers, allocations):
+    """One line per provider (indented under its parent), then one line
+    per inventory: used / capacity (capacity = (total - reserved) * ratio)."""
+    usage = usage_by_provider(allocations)
+    children = {}
+    for p in providers:
+        children.setdefault(p.parent_uuid, []).append(p)
+    known = {p.uuid for p in providers}
+    roots = [p for p in providers if p.parent_uuid not in known]
+    lines = []
+
+    def show(provider, depth):
+        pad = '  ' * depth
+        extra = []
+        if provider.traits:
+            extra.append('traits: %s' % ', '.join(sorted(provider.traits)))
+        if provider.aggregates:
+            extra.append('aggregates: %s' % ', '.join(sorted(provider.aggregates)))
+        lines.append('%s%s (%s)%s' % (pad, provider.name, provider.uuid,
+                                      ''.join('; ' + e for e in extra)))
+        used = usage.get(provider.uuid, {})
+        for rc, inv in sorted(provider.inventories.items()):
+            capacity = int((inv['total'] - inv.get('reserved', 0))
+                           * inv.get('allocation_ratio', 1.0))
+            lines.append('%s  %-20s %6d / %d used' % (pad, rc, used.get(rc, 0),
+                                                    capacity))
+        for child in sorted(children.get(provider.uuid, []), key=lambda c: c.name):
+            show(child, depth + 1)
+
+    for root in sorted(roots, key=lambda r: r.name):
+        show(root, 0)
+    return '\n'.join(lines)
