@@ -1,5 +1,292 @@
-"""Everything that speaks HTTP to placement. Owner: report client."""
+"""Everything that speaks HTTP to placement: the report client.
+
+``ReportClient`` keeps what it believes placement holds for this host (the
+known ProviderTree, the consumers' allocations) and writes only the
+difference, so that a host that did not change costs no HTTP at all. What
+others write (traits, aggregates, sharing providers, generations) is learnt
+on a 409 and refreshed every ``[placement] association_refresh_interval``.
+
+Placement is found in the service catalog (service type ``placement``)
+through the standard keystoneauth options of the ``[placement]`` group, or
+an Adapter is handed in (PlacementDirect, tests).
+"""
+import dataclasses
+import logging
+import threading
+import time
+
+from keystoneauth1 import loading as ks_loading
+from oslo_config import cfg
+
+from tracker.placement import allocations as alloc_mod
+from tracker.placement import consumers as consumers_mod
+from tracker.placement import errors
+from tracker.placement import http as http_mod
+from tracker.placement import resources
+from tracker.placement import sync as sync_mod
+from tracker.placement.errors import (  # noqa: F401  (the agent catches these)
+    ConsumerConflict, DuplicateProviderName, GenerationConflict, InventoryInUse,
+    PlacementError, PlacementTooOld, PlacementUnreachable, ProviderInUse,
+    ReshapeUnsupported)
+from tracker.placement.sync import SyncResult  # noqa: F401
+from tracker.providers import tree as tree_mod
+
+LOG = logging.getLogger(__name__)
+GROUP = 'placement'
+
+client_opts = [
+    cfg.IntOpt('association_refresh_interval', default=300, min=0,
+               help='Seconds between rereads of what placement holds for this '
+                    'host (traits, aggregates and sharing providers written by '
+                    'others, allocations). 0: only on start and after conflicts.'),
+    cfg.IntOpt('generation_conflict_retries', default=3, min=0,
+               help='How many times one write is retried after another writer '
+                    'changed the provider (409 concurrent_update).'),
+]
 
 
 def list_opts():
-    return []
+    """[placement]: keystoneauth session, auth, adapter options and ours."""
+    opts = (ks_loading.get_session_conf_options()
+            + ks_loading.get_auth_common_conf_options()
+            + ks_loading.get_auth_plugin_conf_options('password')
+            + ks_loading.get_adapter_conf_options(include_deprecated=False)
+            + client_opts)
+    unique = {}
+    for opt in opts:
+        unique.setdefault(opt.dest, opt)
+    return [(GROUP, list(unique.values()))]
+
+
+def adapter_from_conf(conf):
+    """A keystoneauth1 Adapter for placement, from the [placement] group."""
+    auth = ks_loading.load_auth_from_conf_options(conf, GROUP)
+    session = ks_loading.load_session_from_conf_options(conf, GROUP, auth=auth)
+    return ks_loading.load_adapter_from_conf_options(
+        conf, GROUP, session=session, auth=auth,
+        service_type=conf[GROUP].service_type or 'placement')
+
+
+@dataclasses.dataclass
+class AllocationResult:
+    created: list = dataclasses.field(default_factory=list)    # consumers
+    updated: list = dataclasses.field(default_factory=list)
+    deleted: list = dataclasses.field(default_factory=list)
+    kept: list = dataclasses.field(default_factory=list)       # (consumer, reason)
+    conflicts: int = 0
+    errors: list = dataclasses.field(default_factory=list)
+    requests: int = 0
+
+
+class ReportClient:
+
+    def __init__(self, conf=None, adapter=None, *, microversion=None):
+        group = conf[GROUP] if conf is not None else None
+        if adapter is None:
+            if conf is None:
+                raise ValueError('ReportClient needs a conf or an adapter')
+            adapter = adapter_from_conf(conf)
+        retries = group.connect_retries if group is not None else None
+        delay = group.connect_retry_delay if group is not None else None
+        self.http = http_mod.Transport(
+            adapter, want=microversion,
+            attempts=1 + (3 if retries is None else retries),
+            retry_delay=0.5 if delay is None else delay)
+        self.refresh_interval = group.association_refresh_interval if group else 300
+        self.conflict_retries = group.generation_conflict_retries if group else 3
+        self.known = tree_mod.ProviderTree()   # what placement holds, as we know it
+        self.owned = {}        # uuid -> traits/aggregates the tracker wrote
+        self.ensured = set()   # custom resource classes and traits known to exist
+        self.sharing = {}      # root uuid -> sharing providers of its aggregates
+        self._fetched = {}     # root uuid -> monotonic time of the last full read
+        self._consumers = {}   # root uuid -> {consumer: record}
+        self._consumers_at = {}
+        self._lock = threading.RLock()
+
+    # -- counters the agent reports ----------------------------------------
+
+    @property
+    def counters(self):
+        return self.http.counters
+
+    @property
+    def writes(self):
+        return self.http.counters.writes
+
+    @property
+    def microversion(self):
+        return http_mod.version_text(self.http.negotiate())
+
+    def new_request_id(self):
+        """Start a new global request id (one per agent cycle)."""
+        self.http.global_request_id = http_mod.new_request_id()
+        return self.http.global_request_id
+
+    # -- providers ----------------------------------------------------------
+
+    def sync(self, desired, instances=None):
+        """Make placement hold ``desired``; returns a SyncResult.
+
+        ``instances`` (optional) tells a reshape where each instance's moved
+        resources are now.
+        """
+        with self._lock:
+            desired = tree_mod.as_tree(desired).snapshot()
+            before = self.http.counters.snapshot()
+            result = SyncResult()
+            roots = desired.roots()
+            try:
+                for root in roots:
+                    if self._due(self._fetched, root.uuid):
+                        self._read_tree(root.uuid)
+                for attempt in range(self.conflict_retries + 1):
+                    try:
+                        sync_mod.ProviderSync(self, desired, instances, result).run()
+                        break
+                    except sync_mod.Restart:
+                        for root in roots:
+                            self._read_tree(root.uuid)
+                else:
+                    result.errors.append(GenerationConflict(
+                        'the tree kept changing during the reshape'))
+            except PlacementUnreachable:
+                for root in roots:     # start from placement's word next time
+                    self._fetched.pop(root.uuid, None)
+                raise
+            result.requests = self.http.counters.requests - before.requests
+            return result
+
+    def fetch_tree(self, root_uuid):
+        """What placement holds now for the tree at ``root_uuid``."""
+        with self._lock:
+            return self._read_tree(root_uuid).snapshot()
+
+    def sharing_providers(self, root_uuid):
+        with self._lock:
+            return list(self.sharing.get(root_uuid, []))
+
+    def _read_tree(self, root_uuid):
+        tree = resources.fetch_tree(self.http, root_uuid)
+        if root_uuid in self.known:
+            self.known.remove(root_uuid)
+        for provider in tree.providers():
+            if provider.uuid in self.known:    # moved here from another tree
+                self.known.remove(provider.uuid)
+            self.known.add(provider)
+        aggregates = sorted({a for p in tree.providers() for a in p.aggregates})
+        if aggregates:
+            listing = resources.list_providers(
+                self.http, member_of='in:' + ','.join(aggregates),
+                required='MISC_SHARES_VIA_AGGREGATE')
+            self.sharing[root_uuid] = [resources._from_listing(i) for i in listing
+                                       if i['uuid'] not in tree.uuids()]
+        else:
+            self.sharing[root_uuid] = []
+        self._fetched[root_uuid] = time.monotonic()
+        return tree
+
+    def refresh_generations(self, roots):
+        for root in roots:
+            for item in resources.list_providers(self.http, in_tree=root.uuid):
+                if item['uuid'] in self.known:
+                    self.known.update(item['uuid'], generation=item['generation'])
+
+    def _due(self, stamps, key):
+        at = stamps.get(key)
+        return at is None or (self.refresh_interval > 0
+                              and time.monotonic() - at >= self.refresh_interval)
+
+    # -- allocations ----------------------------------------------------------
+
+    def forget_allocations(self):
+        self._consumers.clear()
+
+    def get_allocations_for_tree(self, root_uuid):
+        """{consumer: record} for every consumer holding resources in the tree."""
+        with self._lock:
+            if self._due(self._fetched, root_uuid):
+                self._read_tree(root_uuid)
+            uuids = {p.uuid for p in self.known.subtree(root_uuid)} \
+                if root_uuid in self.known else set()
+            self._consumers[root_uuid] = alloc_mod.for_tree(self.http, uuids)
+            self._consumers_at[root_uuid] = time.monotonic()
+            return {c: dict(r, allocations={rp: {'resources': dict(res)}
+                                            for rp, res in r['allocations'].items()})
+                    for c, r in self._consumers[root_uuid].items()}
+
+    def sync_allocations(self, root_uuid, instances, *, authoritative=True):
+        """Make the tree's allocations those of ``instances``."""
+        with self._lock:
+            before = self.http.counters.snapshot()
+            if root_uuid not in self._consumers or self._due(self._consumers_at, root_uuid):
+                self.get_allocations_for_tree(root_uuid)
+            result = AllocationResult()
+            consumers_mod.AllocationSync(self, root_uuid, result).run(
+                instances, authoritative)
+            result.requests = self.http.counters.requests - before.requests
+            return result
+
+    def put_allocations(self, consumer_uuid, allocations, project_id, user_id,
+                        consumer_generation=None, consumer_type=None):
+        """PUT one consumer's allocations; raises on conflict or refusal."""
+        with self._lock:
+            resp = alloc_mod.put(self.http, consumer_uuid, allocations, project_id,
+                                 user_id, consumer_generation, consumer_type)
+            alloc_mod.raise_for(resp, consumer_uuid)
+            self.forget_allocations()
+            return True
+
+    def delete_allocations(self, consumer_uuid):
+        """Delete every allocation of the consumer; False if it had none."""
+        with self._lock:
+            resp = alloc_mod.delete(self.http, consumer_uuid)
+            alloc_mod.raise_for(resp, consumer_uuid)
+            self.forget_allocations()
+            return resp.ok
+
+    # -- aggregates by host name ------------------------------------------------
+
+    def aggregate_add_host(self, aggregate_uuid, host_name):
+        return self._aggregate_host(aggregate_uuid, host_name, add=True)
+
+    def aggregate_remove_host(self, aggregate_uuid, host_name):
+        return self._aggregate_host(aggregate_uuid, host_name, add=False)
+
+    def _aggregate_host(self, aggregate_uuid, host_name, add):
+        """Returns True when placement holds the wanted membership."""
+        with self._lock:
+            try:
+                return self._write_membership(aggregate_uuid, host_name, add)
+            except PlacementError as e:
+                LOG.warning('aggregate %s %s host %s not written (a later sync '
+                            'reconciles): %s', aggregate_uuid,
+                            'add' if add else 'remove', host_name, e)
+                return False
+
+    def _write_membership(self, aggregate_uuid, host_name, add):
+        found = resources.list_providers(self.http, name=host_name)
+        if not found:
+            LOG.warning('no provider named %s in placement', host_name)
+            return False
+        uuid = found[0]['uuid']
+        for _ in range(self.conflict_retries + 1):
+            resp = self.http.request('GET', '/resource_providers/%s/aggregates' % uuid)
+            if not resp.ok:
+                raise resources.unexpected(resp, 'reading aggregates', uuid)
+            current = set(resp.body['aggregates'])
+            generation = resp.body.get('resource_provider_generation')
+            wanted = current | {aggregate_uuid} if add else current - {aggregate_uuid}
+            if wanted == current:
+                return True
+            resp = resources.put_aggregates(self.http, uuid, generation, wanted)
+            if resp.code == errors.CONCURRENT_UPDATE:
+                continue
+            if not resp.ok:
+                raise resources.unexpected(resp, 'writing aggregates', uuid)
+            if uuid in self.known:
+                body = resp.body if isinstance(resp.body, dict) else {}
+                self.known.update(uuid, aggregates=wanted, generation=body.get(
+                    'resource_provider_generation', self.known.get(uuid).generation))
+            return True
+        raise GenerationConflict('provider %s kept changing' % uuid, 409,
+                                 errors.CONCURRENT_UPDATE, uuid)

@@ -1,0 +1,109 @@
+"""One allocation sync: the host's instances against placement's consumers.
+
+Each instance's allocations are compared with the consumer's record as the
+client last knew it; only a difference is written, with the consumer
+generation. Consumers that hold resources in the tree but run no instance
+here are orphans: when the caller is authoritative their part in the tree
+is removed (the whole consumer is deleted if nothing else is left).
+"""
+import logging
+
+from tracker.placement import allocations as alloc_mod
+from tracker.placement import errors
+
+LOG = logging.getLogger(__name__)
+
+
+class AllocationSync:
+
+    def __init__(self, state, root_uuid, result):
+        self.state = state
+        self.http = state.http
+        self.root_uuid = root_uuid
+        self.result = result
+        self.cache = state._consumers[root_uuid]
+        self.tree = ({p.uuid for p in state.known.subtree(root_uuid)}
+                     if root_uuid in state.known else set())
+
+    def run(self, instances, authoritative):
+        seen = set()
+        for instance in instances:
+            seen.add(instance.uuid)
+            self.reconcile(instance.uuid, alloc_mod.normalize(instance.allocations),
+                           instance.project_id, instance.user_id)
+        if not authoritative:
+            return
+        for consumer in sorted(set(self.cache) - seen):
+            if alloc_mod.on_tree(self.cache[consumer]['allocations'], self.tree):
+                self.reconcile(consumer, {}, None, None, orphan=True)
+
+    def reconcile(self, consumer, wanted, project_id, user_id, orphan=False):
+        """Bring one consumer's allocations in the tree to ``wanted``."""
+        managed = self.tree | set(wanted)
+        for attempt in range(self.state.conflict_retries + 1):
+            record = self.cache.get(consumer)
+            have = {rp: res for rp, res in (record or {}).get('allocations', {}).items()
+                    if rp in managed}
+            if have == wanted:
+                return
+            others = {rp: res for rp, res in (record or {}).get('allocations', {}).items()
+                      if rp not in managed}
+            new = dict(others, **wanted)
+            if record is None and not new:
+                return
+            if new:
+                resp = alloc_mod.put(
+                    self.http, consumer, new,
+                    project_id or (record or {}).get('project_id'),
+                    user_id or (record or {}).get('user_id'),
+                    (record or {}).get('consumer_generation'),
+                    (record or {}).get('consumer_type'))
+            else:
+                resp = alloc_mod.delete(self.http, consumer)
+            if resp.code == errors.CONCURRENT_UPDATE:
+                self.result.conflicts += 1
+                self.cache[consumer] = fresh = alloc_mod.get_consumer(self.http, consumer)
+                if not fresh['allocations']:
+                    self.cache.pop(consumer)
+                continue
+            if not resp.ok and resp.status != 404:
+                self.result.errors.append(errors.PlacementError(
+                    'allocations of consumer %s not written: %d %s: %s'
+                    % (consumer, resp.status, resp.code or '', resp.detail),
+                    resp.status, resp.code))
+                self.result.kept.append((consumer, resp.detail))
+                return
+            self.record(consumer, record, new, project_id, user_id, orphan)
+            return
+        self.result.errors.append(errors.ConsumerConflict(
+            'consumer %s kept changing behind the tracker' % consumer, 409,
+            errors.CONCURRENT_UPDATE))
+
+    def record(self, consumer, record, new, project_id, user_id, orphan):
+        """Remember what placement holds now, and what that bumped."""
+        if not new:
+            self.cache.pop(consumer, None)
+            self.result.deleted.append(consumer)
+            return
+        generation = (record or {}).get('consumer_generation')
+        self.cache[consumer] = {
+            'allocations': new,
+            'project_id': project_id or (record or {}).get('project_id'),
+            'user_id': user_id or (record or {}).get('user_id'),
+            # a consumer starts at generation 1; each write adds one. A wrong
+            # guess costs one 409 and a reread, never a wrong write.
+            'consumer_generation': 1 if generation is None else generation + 1,
+            'consumer_type': (record or {}).get('consumer_type'),
+        }
+        if orphan:
+            self.result.deleted.append(consumer)
+        elif record is None:
+            self.result.created.append(consumer)
+        else:
+            self.result.updated.append(consumer)
+        # the allocation write bumped each provider it was written against
+        for rp in new:
+            if rp in self.state.known:
+                found = self.state.known.get(rp)
+                if found.generation is not None:
+                    self.state.known.update(rp, generation=found.generation + 1)

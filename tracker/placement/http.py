@@ -1,0 +1,179 @@
+"""The wire: microversion negotiation, request ids, retries, counters.
+
+Everything the report client sends goes through ``Transport.request``. It
+is the one place that knows about keystoneauth1, HTTP status codes and
+placement's error document, and the one place that counts requests.
+"""
+import dataclasses
+import logging
+import random
+import time
+import uuid
+
+from keystoneauth1 import exceptions as ks_exc
+
+from tracker.placement import errors
+
+LOG = logging.getLogger(__name__)
+
+WANT = (1, 39)   # the newest microversion the client knows
+MINIMUM = (1, 14)   # nested providers (in_tree, parent_provider_uuid)
+
+# What changes with the microversion, and where the client degrades.
+FEATURES = {
+    'aggregate_generation': (1, 19),   # aggregates PUT/GET carry the generation
+    'provider_body_on_create': (1, 20),
+    'error_codes': (1, 23),
+    'consumer_generation': (1, 28),
+    'reshaper': (1, 30),
+    'reparent': (1, 37),
+    'consumer_type': (1, 38),
+}
+
+RETRY_STATUS = (503,)
+WRITE_METHODS = ('PUT', 'POST', 'DELETE')
+
+
+def parse_version(text):
+    major, minor = str(text).split('.')
+    return int(major), int(minor)
+
+
+def version_text(version):
+    return '%d.%d' % version
+
+
+@dataclasses.dataclass
+class Counters:
+    """What the client sent; the agent reports these per cycle."""
+    requests: int = 0
+    writes: int = 0       # successful PUT/POST/DELETE
+    conflicts: int = 0    # 409 concurrent_update seen
+    retries: int = 0      # connection failures and 503s retried
+
+    def snapshot(self):
+        return dataclasses.replace(self)
+
+
+@dataclasses.dataclass
+class Response:
+    status: int
+    body: object            # parsed JSON, or None
+    code: str | None = None
+    detail: str = ''
+    headers: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def ok(self):
+        return 200 <= self.status < 300
+
+
+def new_request_id():
+    return 'req-%s' % uuid.uuid4()
+
+
+class Transport:
+    """Speaks to placement through a keystoneauth1 Adapter."""
+
+    def __init__(self, adapter, *, want=None, attempts=4, retry_delay=0.5,
+                 max_retry_delay=8.0):
+        self.adapter = adapter
+        self.want = min(WANT, parse_version(want)) if want else WANT
+        self.attempts = max(1, attempts)
+        self.retry_delay = retry_delay
+        self.max_retry_delay = max_retry_delay
+        self.global_request_id = new_request_id()
+        self.version = None        # negotiated, as a tuple
+        self.counters = Counters()
+
+    # -- microversion --------------------------------------------------
+
+    def negotiate(self):
+        """Learn the server's range once; settle on the newest both know."""
+        if self.version is not None:
+            return self.version
+        resp = self._send('GET', '/', None, None)
+        if not resp.ok:
+            raise errors.PlacementError('GET / answered %d: %s'
+                                        % (resp.status, resp.detail), resp.status)
+        versions = (resp.body or {}).get('versions') or [{}]
+        server_max = parse_version(versions[0].get('max_version') or '1.0')
+        version = min(self.want, server_max)
+        if version < MINIMUM:
+            raise errors.PlacementTooOld(
+                'placement serves up to microversion %s; the tracker needs %s'
+                % (version_text(server_max), version_text(MINIMUM)))
+        if version < WANT:
+            LOG.info('placement microversion %s: older features only',
+                     version_text(version))
+        self.version = version
+        return version
+
+    def supports(self, feature):
+        return self.negotiate() >= FEATURES[feature]
+
+    # -- requests ------------------------------------------------------
+
+    def request(self, method, url, body=None):
+        """Send one request at the negotiated microversion."""
+        version = version_text(self.negotiate())
+        resp = self._send(method, url, body, version)
+        if resp.code == errors.CONCURRENT_UPDATE:
+            self.counters.conflicts += 1
+        if resp.ok and method in WRITE_METHODS:
+            self.counters.writes += 1
+        return resp
+
+    def _send(self, method, url, body, version):
+        for attempt in range(1, self.attempts + 1):
+            self.counters.requests += 1
+            try:
+                raw = self.adapter.request(
+                    url, method, json=body, microversion=version,
+                    global_request_id=self.global_request_id, raise_exc=False,
+                    connect_retries=0, status_code_retries=0)
+            except (ks_exc.ConnectionError, ks_exc.EndpointNotFound,
+                    ks_exc.DiscoveryFailure, ks_exc.AuthorizationFailure) as e:
+                failure = '%s %s: %s' % (method, url, e)
+                if isinstance(e, ks_exc.EndpointNotFound):
+                    # a catalog without placement does not heal by retrying
+                    raise errors.PlacementUnreachable(failure) from e
+            else:
+                if raw.status_code not in RETRY_STATUS:
+                    return _response(raw)
+                failure = '%s %s: %d' % (method, url, raw.status_code)
+            if attempt < self.attempts:
+                self.counters.retries += 1
+                delay = min(self.max_retry_delay, self.retry_delay * 2 ** (attempt - 1))
+                delay *= random.uniform(0.5, 1.0)   # no thundering herd of agents
+                LOG.warning('placement unavailable (%s); retry %d in %.1fs',
+                            failure, attempt, delay)
+                time.sleep(delay)
+        raise errors.PlacementUnreachable('placement unreachable after %d attempts: %s'
+                                          % (self.attempts, failure))
+
+
+def _response(raw):
+    body = None
+    if raw.content:
+        try:
+            body = raw.json()
+        except ValueError:
+            body = None
+    code = detail = None
+    if raw.status_code >= 400:
+        err = ((body or {}).get('errors') or [{}])[0] if isinstance(body, dict) else {}
+        code = err.get('code')
+        detail = err.get('detail') or raw.text[:500]
+        code = code or _code_from_detail(raw.status_code, detail)
+    return Response(raw.status_code, body, code, detail or '', dict(raw.headers))
+
+
+def _code_from_detail(status, detail):
+    # Before 1.23 errors carry no code: recognise the two the client acts on.
+    text = detail.lower()
+    if status == 409 and 'generation' in text:
+        return errors.CONCURRENT_UPDATE
+    if status == 409 and 'in use' in text:
+        return errors.INVENTORY_INUSE
+    return None

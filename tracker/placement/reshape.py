@@ -1,0 +1,116 @@
+"""Reshape: moving allocated inventory between providers of one tree.
+
+When the host's tree changes shape (VGPU inventory moves from the compute
+node to one child provider per GPU, say) the allocations against the old
+inventory must move in the same transaction as the inventory itself:
+placement's POST /reshaper. This module only plans; it never sends.
+"""
+import dataclasses
+
+from tracker.placement import allocations as alloc_mod
+from tracker.placement import errors
+
+
+@dataclasses.dataclass
+class Move:
+    """Resource class ``rc`` leaves provider ``source`` for ``targets``."""
+    source: str
+    rc: str
+    targets: list     # provider uuids gaining the class, in tree order
+
+
+def candidate_moves(tree_diff, desired):
+    """Classes some provider loses while another in the tree gains them.
+
+    Only these can need a reshape; whether they do depends on usage, which
+    the caller asks placement about (one request per losing provider).
+    """
+    gained = {}
+    for provider in tree_diff.create:
+        for rc in provider.inventories:
+            gained.setdefault(rc, []).append(provider.uuid)
+    for change in tree_diff.update:
+        for rc in set(change.desired.inventories) - set(change.known.inventories):
+            gained.setdefault(rc, []).append(change.uuid)
+    lost = [(c.uuid, rc) for c in tree_diff.update for rc in c.removed_resource_classes()]
+    lost += [(p.uuid, rc) for p in tree_diff.delete for rc in p.inventories]
+    order = {p.uuid: i for i, p in enumerate(desired.providers())}
+    return [Move(source, rc, sorted(gained[rc], key=order.get))
+            for source, rc in lost if rc in gained]
+
+
+def _capacity(record):
+    return int((record['total'] - record['reserved']) * record['allocation_ratio'])
+
+
+def plan(moves, desired, known, consumers, instances=None):
+    """The POST /reshaper body for ``moves``.
+
+    ``consumers``: {consumer: full allocation record as GET /allocations
+    gives it (allocations, project_id, user_id, consumer_generation)} for
+    every consumer holding a moved class. ``instances`` (optional) says where
+    the host sees each instance's resources now; otherwise amounts go to
+    the first target with room.
+    """
+    wanted = {i.uuid: i.allocations for i in instances or ()}
+    targets = {uuid for m in moves for uuid in m.targets}
+    free = {(uuid, m.rc): _capacity(desired.get(uuid).inventories[m.rc])
+            for m in moves for uuid in m.targets}
+    allocations = {}
+    for consumer, record in sorted(consumers.items()):
+        new = {rp: dict(res) for rp, res in
+               alloc_mod.normalize(record['allocations']).items()}
+        for move in moves:
+            amount = new.get(move.source, {}).pop(move.rc, 0)
+            if not amount:
+                continue
+            for rp, amounts in _place(consumer, move, amount, wanted, free).items():
+                new.setdefault(rp, {})[move.rc] = new.get(rp, {}).get(move.rc, 0) + amounts
+        entry = {key: record[key] for key in ('project_id', 'user_id', 'consumer_generation')
+                 if key in record}
+        if record.get('consumer_type'):
+            entry['consumer_type'] = record['consumer_type']
+        entry['allocations'] = {rp: {'resources': res} for rp, res in new.items() if res}
+        allocations[consumer] = entry
+    changed = {m.source for m in moves if m.source in desired.uuids()} | targets
+    inventories = {uuid: {'resource_provider_generation': _generation(known, desired, uuid),
+                          'inventories': desired.get(uuid).inventories}
+                   for uuid in sorted(changed)}
+    for move in moves:
+        if move.source not in desired.uuids():   # a provider going away
+            inventories[move.source] = {
+                'resource_provider_generation': known.get(move.source).generation,
+                'inventories': {}}
+    return {'inventories': inventories, 'allocations': allocations}
+
+
+def _generation(known, desired, uuid):
+    found = known.find(uuid)
+    generation = found.generation if found else desired.get(uuid).generation
+    return 0 if generation is None else generation
+
+
+def _place(consumer, move, amount, wanted, free):
+    """{target: amount} for one consumer's share of a moved class."""
+    seen = wanted.get(consumer, {})
+    told = {rp: res[move.rc] for rp, res in seen.items()
+            if rp in move.targets and res.get(move.rc)}
+    if sum(told.values()) == amount:
+        for rp, n in told.items():
+            free[(rp, move.rc)] -= n
+        return told
+    placed = {}
+    for rp in move.targets:
+        if amount == 0:
+            break
+        take = min(amount, free[(rp, move.rc)])
+        if take > 0:
+            placed[rp] = take
+            free[(rp, move.rc)] -= take
+            amount -= take
+    if amount:
+        raise errors.InventoryInUse(
+            'consumer %s: %d %s cannot move from provider %s: the new providers '
+            'lack the room' % (consumer, amount, move.rc, move.source),
+            provider=move.source, resource_classes={move.rc})
+    return placed

@@ -1,0 +1,282 @@
+"""One provider sync: from the desired tree and the known one to writes.
+
+Order matters and is fixed: create the new providers (parents first, bare),
+reshape when allocated inventory moves, then write what differs on each
+provider (name and parent, inventories, traits, aggregates, each with its
+generation), then delete what the host no longer has (children first).
+A 409 concurrent_update refreshes only that provider and tries again, a
+bounded number of times.
+"""
+import dataclasses
+import logging
+
+from tracker.placement import allocations as alloc_mod
+from tracker.placement import errors
+from tracker.placement import reshape
+from tracker.placement import resources
+from tracker.providers import diff as diff_mod
+
+LOG = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class SyncResult:
+    created: list = dataclasses.field(default_factory=list)   # uuids
+    updated: dict = dataclasses.field(default_factory=dict)   # uuid -> [fields]
+    deleted: list = dataclasses.field(default_factory=list)   # uuids
+    kept: list = dataclasses.field(default_factory=list)      # (uuid, reason)
+    reshaped: bool = False
+    conflicts: int = 0
+    errors: list = dataclasses.field(default_factory=list)    # PlacementErrors
+    requests: int = 0
+
+    @property
+    def changed(self):
+        return bool(self.created or self.updated or self.deleted or self.reshaped)
+
+
+class Restart(Exception):
+    """The tree changed under a whole-tree write: refresh and start again."""
+
+
+class ProviderSync:
+    """Writes ``desired`` over ``state.known`` for one call of sync()."""
+
+    def __init__(self, state, desired, instances, result):
+        self.state = state            # the ReportClient: http, known, owned, ...
+        self.http = state.http
+        self.known = state.known
+        self.desired = desired
+        self.instances = instances
+        self.result = result
+
+    # -- associations written by others ---------------------------------
+
+    def effective(self, provider):
+        """The desired provider plus the traits/aggregates others wrote.
+
+        What the tracker wrote before and no longer wants goes; what it
+        never wrote (an operator's aggregate, a scheduler's trait) stays.
+        """
+        provider = provider.copy()
+        known = self.known.find(provider.uuid)
+        if known is not None:
+            owned = self.state.owned.get(provider.uuid, {})
+            for part in ('traits', 'aggregates'):
+                foreign = getattr(known, part) - owned.get(part, set())
+                setattr(provider, part, getattr(provider, part) | foreign)
+        return provider
+
+    def own(self, provider):
+        self.state.owned[provider.uuid] = {'traits': set(provider.traits),
+                                           'aggregates': set(provider.aggregates)}
+
+    def known_subset(self):
+        uuids = set()
+        for root in self.desired.roots():
+            if root.uuid in self.known:
+                uuids.update(p.uuid for p in self.known.subtree(root.uuid))
+        return [p for p in self.known.providers() if p.uuid in uuids]
+
+    def effective_tree(self):
+        from tracker.providers.tree import ProviderTree
+        return ProviderTree([self.effective(p) for p in self.desired.providers()])
+
+    # -- the steps -------------------------------------------------------
+
+    def run(self):
+        wanted = self.effective_tree()
+        plan = diff_mod.diff(wanted, self.known_subset())
+        if not plan:
+            for provider in self.desired.providers():
+                self.own(provider)
+            return
+        resources.ensure_custom_names(
+            self.http,
+            {rc for p in wanted.providers() for rc in p.inventories},
+            {t for p in wanted.providers() for t in p.traits},
+            self.state.ensured)
+        moves = self.moves_needing_reshape(plan, wanted)
+        failed = set()
+        for provider in plan.create:
+            if provider.parent_uuid in failed:
+                failed.add(provider.uuid)
+                continue
+            if not self.create(provider):
+                failed.add(provider.uuid)
+        if moves and not self.reshape(moves, wanted):
+            return      # the inventory that must move stays as it is: next sync retries
+        plan = diff_mod.diff(wanted, self.known_subset())
+        for change in plan.update:
+            self.write(change)
+        for provider in self.desired.providers():
+            if provider.uuid not in failed and not any(
+                    e.provider == provider.uuid for e in self.result.errors):
+                self.own(provider)
+        self.delete(plan.delete)
+
+    def create(self, provider):
+        try:
+            generation = resources.create(self.http, provider)
+        except errors.DuplicateProviderName as e:
+            existing = resources.fetch_provider(self.http, provider.uuid)
+            if existing is None:
+                self.result.errors.append(e)
+                LOG.error('provider %s (%s) not created: %s', provider.name,
+                          provider.uuid, e)
+                return False
+            self.known.put(existing)      # ours already, from an earlier life
+            return True
+        except errors.PlacementUnreachable:
+            raise
+        except errors.PlacementError as e:
+            self.result.errors.append(e)
+            return False
+        bare = dataclasses.replace(provider, inventories={}, traits=set(),
+                                   aggregates=set(), generation=generation)
+        self.known.put(bare)
+        self.result.created.append(provider.uuid)
+        return True
+
+    def write(self, change):
+        """Write one provider's changed parts; refresh and retry on 409."""
+        conflicts = 0
+        written = []
+        while change.fields:
+            field = change.fields[0]
+            resp = self.send(field, change.desired, change.known)
+            if resp.code == errors.CONCURRENT_UPDATE:
+                self.result.conflicts += 1
+                conflicts += 1
+                if conflicts > self.state.conflict_retries:
+                    self.result.errors.append(errors.GenerationConflict(
+                        'provider %s kept changing behind the tracker; gave up '
+                        'after %d attempts' % (change.uuid, conflicts), 409,
+                        errors.CONCURRENT_UPDATE, change.uuid))
+                    break
+                fresh = resources.fetch_provider(self.http, change.uuid)
+                if fresh is None:     # deleted behind our back: next sync recreates
+                    self.known.remove(change.uuid)
+                    break
+                self.known.put(fresh)
+                desired = self.effective(self.desired.get(change.uuid))
+                change = diff_mod.ProviderChange(
+                    desired, fresh, diff_mod.changed_fields(desired, fresh))
+                continue
+            if resp.code == errors.INVENTORY_INUSE:
+                resp = self.keep_in_use(change)
+            if not resp.ok:
+                self.result.errors.append(resources.unexpected(
+                    resp, 'writing %s of provider %s' % (field, change.desired.name),
+                    change.uuid))
+                break
+            self.apply(change, field, resp)
+            written.append(field)
+            # one PUT of the provider writes both its name and its parent
+            same_put = ('name', 'parent') if field in ('name', 'parent') else (field,)
+            change = diff_mod.ProviderChange(
+                change.desired, self.known.get(change.uuid),
+                tuple(f for f in change.fields if f not in same_put))
+        if written and change.uuid not in self.result.created:
+            self.result.updated.setdefault(change.uuid, []).extend(written)
+
+    def send(self, field, desired, known):
+        if field in ('name', 'parent'):
+            return resources.put_provider(self.http, desired)
+        writer = {'inventories': resources.put_inventories,
+                  'traits': resources.put_traits,
+                  'aggregates': resources.put_aggregates}[field]
+        return writer(self.http, desired.uuid, known.generation, getattr(desired, field))
+
+    def apply(self, change, field, resp):
+        """Record a successful write in the known tree."""
+        body = resp.body if isinstance(resp.body, dict) else {}
+        generation = body.get('resource_provider_generation', body.get('generation'))
+        fields = {'generation': change.known.generation if generation is None else generation}
+        if field in ('name', 'parent'):
+            fields.update(name=change.desired.name, parent_uuid=change.desired.parent_uuid)
+        elif field == 'inventories' and 'inventories' in body:
+            fields[field] = resources.read_inventories(body)
+        else:
+            fields[field] = getattr(change.desired, field)
+        self.known.update(change.uuid, **fields)
+
+    def keep_in_use(self, change):
+        """Retry an inventory write keeping the classes that hold allocations."""
+        used = resources.usages(self.http, change.uuid)
+        removed = change.removed_resource_classes() & set(used)
+        kept = dict(change.desired.inventories)
+        kept.update({rc: change.known.inventories[rc] for rc in removed})
+        err = errors.InventoryInUse(
+            'provider %s: cannot remove %s: allocations hold %s'
+            % (change.desired.name, ', '.join(sorted(removed)),
+               ', '.join('%s=%d' % (rc, used[rc]) for rc in sorted(removed))),
+            provider=change.uuid, resource_classes=removed, status=409,
+            code=errors.INVENTORY_INUSE)
+        self.result.errors.append(err)
+        self.result.kept.extend((change.uuid, 'inventory %s in use' % rc)
+                                for rc in sorted(removed))
+        LOG.warning('%s', err)
+        return resources.put_inventories(self.http, change.uuid,
+                                         change.known.generation, kept)
+
+    def delete(self, providers):
+        kept = set()
+        for provider in providers:            # children first
+            if any(c.uuid in kept for c in self.known.children(provider.uuid)):
+                kept.add(provider.uuid)
+                self.result.kept.append((provider.uuid, 'has children that are kept'))
+                continue
+            resp = resources.delete(self.http, provider.uuid)
+            if resp.ok or resp.status == 404:
+                self.known.remove(provider.uuid)
+                self.state.owned.pop(provider.uuid, None)
+                self.result.deleted.append(provider.uuid)
+                continue
+            kept.add(provider.uuid)
+            reason = {errors.PROVIDER_IN_USE: 'holds allocations',
+                      errors.CANNOT_DELETE_PARENT: 'has children'}.get(
+                          resp.code, 'placement answered %d' % resp.status)
+            self.result.kept.append((provider.uuid, reason))
+            self.result.errors.append(errors.ProviderInUse(
+                'provider %s (%s) gone from the host but kept: %s'
+                % (provider.name, provider.uuid, reason), resp.status, resp.code,
+                provider.uuid))
+            LOG.warning('provider %s kept: %s', provider.name, reason)
+
+    # -- reshape ---------------------------------------------------------
+
+    def moves_needing_reshape(self, plan, wanted):
+        moves = reshape.candidate_moves(plan, wanted)
+        used = {}
+        for source in sorted({m.source for m in moves}):
+            used[source] = resources.usages(self.http, source)
+        moves = [m for m in moves if used[m.source].get(m.rc)]
+        if moves and not self.http.supports('reshaper'):
+            self.result.errors.append(errors.ReshapeUnsupported(
+                'allocated %s must move but placement predates POST /reshaper '
+                '(1.30)' % ', '.join(sorted({m.rc for m in moves}))))
+            return []
+        return moves
+
+    def reshape(self, moves, wanted):
+        consumers = {}
+        for source in sorted({m.source for m in moves}):
+            held = resources.provider_allocations(self.http, source)
+            for consumer, amounts in held.items():
+                if any(amounts.get(m.rc) for m in moves if m.source == source):
+                    consumers[consumer] = alloc_mod.get_consumer(self.http, consumer)
+        body = reshape.plan(moves, wanted, self.known, consumers, self.instances)
+        resp = self.http.request('POST', '/reshaper', body)
+        if resp.code == errors.CONCURRENT_UPDATE:
+            self.result.conflicts += 1
+            raise Restart()
+        if not resp.ok:
+            self.result.errors.append(resources.unexpected(resp, 'reshaping'))
+            return False
+        self.result.reshaped = True
+        for uuid, entry in body['inventories'].items():
+            self.known.update(uuid, inventories=entry['inventories'])
+        self.state.refresh_generations(self.desired.roots())
+        self.state.forget_allocations()
+        return True
