@@ -56,6 +56,7 @@ class HostFacts:
     memory_mb: int
     disk_gb: int | None        # None: instance storage unknown
     cpu_flags: set = dataclasses.field(default_factory=set)
+    arch: str = 'x86_64'
     huge_pages_mb: int = 0
     numa_nodes: list = dataclasses.field(default_factory=list)
     pci_devices: list = dataclasses.field(default_factory=list)

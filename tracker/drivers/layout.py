@@ -68,7 +68,7 @@ def _add(provider, rc, total, reserved=0, ratio=1.0):
 class Layout:
     """The provider tree for one ``HostFacts``, and claims against it."""
 
-    def __init__(self, facts, conf, arch='x86_64'):
+    def __init__(self, facts, conf):
         self.facts = facts
         self.conf = conf
         self.host = facts.hostname
@@ -80,7 +80,7 @@ class Layout:
         self.children = []
         compute = conf.compute
         self.sharing_uuid = compute.shared_storage_provider_uuid
-        self._build_root(arch)
+        self._build_root()
         if compute.numa_providers and facts.numa_nodes:
             self._build_numa()
         self._build_devices()
@@ -91,11 +91,11 @@ class Layout:
 
     # -- the tree ----------------------------------------------------------
 
-    def _build_root(self, arch):
+    def _build_root(self):
         facts, compute = self.facts, self.conf.compute
         root = self.root
         root.traits = ({'COMPUTE_NODE'} | set(facts.traits)
-                       | cpu_traits.traits_for_flags(facts.cpu_flags, arch))
+                       | cpu_traits.traits_for_flags(facts.cpu_flags, facts.arch))
         numa = compute.numa_providers and facts.numa_nodes
         if not numa:
             _add(root, 'VCPU', len(facts.cpus), compute.reserved_host_cpus,

@@ -43,7 +43,7 @@ class HostDriver(base.Driver):
         return host
 
     def discover(self):
-        tree = layout.Layout(self.host_facts(), self.conf, arch=cpu.arch())
+        tree = layout.Layout(self.host_facts(), self.conf)
         return tree.snapshot(self.instances())
 
     def instances(self):

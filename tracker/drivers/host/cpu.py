@@ -9,6 +9,7 @@ def discover(paths, host):
     host.cpus = facts.parse_cpu_list(
         sysfs.read(paths.sys('devices/system/cpu/online')))
     host.cpu_flags = cpu_flags(sysfs.read(paths.proc('cpuinfo'), ''))
+    host.arch = platform.machine() or 'x86_64'
 
 
 def cpu_flags(cpuinfo):
@@ -19,6 +20,3 @@ def cpu_flags(cpuinfo):
             return set(value.split())
     return set()
 
-
-def arch():
-    return platform.machine() or 'x86_64'

@@ -1,0 +1,222 @@
+"""The libvirt driver against libvirt's own test driver (no mocks).
+
+tests/libvirt/host-devices.xml describes the host: an SR-IOV NIC (PF +
+4 VFs), an NVMe drive, an ISA bridge, two T4 GPUs with mdev types, one
+existing mdev, the 'instances' pool and four domains (local disks,
+volume-backed, PCI passthrough, vGPU). test:///default has NUMA cells.
+"""
+import json
+import os
+
+import libvirt
+import pytest
+
+from tracker.drivers import load_driver
+from tracker.drivers.errors import DiscoveryError
+from tracker.drivers.host import disk
+from tracker.drivers.layout import device_uuid, numa_uuid, root_uuid
+from tracker.providers.provider import Provider, inventory
+
+HOST_XML = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir,
+                        'libvirt', 'host-devices.xml')
+HOST_URI = 'test://' + os.path.abspath(HOST_XML)
+ROOT = root_uuid('node1')
+NIC = device_uuid('node1', '0000:81:00.0')
+NVME = device_uuid('node1', '0000:05:00.0')
+GPU1 = device_uuid('node1', '0000:41:00.0')
+GPU2 = device_uuid('node1', '0000:42:00.0')
+SHARED = '5a1e7c0c-0000-4000-8000-5ba4ed5707a9'
+PROJECT = '7e9f1a2b3c4d4e5f8a9b0c1d2e3f4a5b'
+USER = 'a0e4d2c4f3b84f5c9a5e0d1f2b3c4d5e'
+LOCAL, VOLUME, PCI, MDEV = ('a1b2c3d4-0000-4000-8000-00000000000%d' % n
+                            for n in (1, 2, 3, 4))
+
+
+@pytest.fixture
+def devices_host(conf):
+    conf.set_override('connection_uri', HOST_URI, 'libvirt')
+    conf.set_override('images_pool', 'instances', 'libvirt')
+    conf.set_override('host', 'node1', 'compute')
+    conf.set_override('device_spec', [
+        json.dumps({'vendor_id': '8086', 'product_id': '1515'}),
+        json.dumps({'vendor_id': '144d'})], 'pci')
+    conf.set_override('enabled_mdev_types', ['nvidia-222'], 'devices')
+    return conf
+
+
+def child(name, uuid, inventories, traits=()):
+    return Provider(uuid=uuid, name=name, parent_uuid=ROOT,
+                    inventories=inventories, traits=set(traits))
+
+
+DEVICE_PROVIDERS = [
+    child('node1_0000:05:00.0', NVME, {'PCI_DEVICE': inventory(1)}),
+    child('node1_0000:41:00.0', GPU1, {'VGPU': inventory(16)},
+          {'CUSTOM_MDEV_NVIDIA_222'}),
+    child('node1_0000:42:00.0', GPU2, {'VGPU': inventory(16)},
+          {'CUSTOM_MDEV_NVIDIA_222'}),
+    child('node1_0000:81:00.0', NIC, {'SRIOV_NET_VF': inventory(4)},
+          {'HW_NIC_SRIOV'}),
+]
+
+
+def by_uuid(snapshot):
+    return {i.uuid: i for i in snapshot.instances}
+
+
+def allocations(snapshot):
+    return {i.uuid: i.allocations for i in snapshot.instances}
+
+
+def test_devices_host_tree_and_allocations(devices_host):
+    snapshot = load_driver(devices_host, 'libvirt').discover()
+
+    assert snapshot.hostname == 'node1'
+    assert snapshot.providers == [
+        Provider(uuid=ROOT, name='node1', traits={'COMPUTE_NODE'},
+                 inventories={
+                     'VCPU': inventory(16, allocation_ratio=4.0),
+                     'MEMORY_MB': inventory(32768, 512),
+                     'DISK_GB': inventory(100)}),
+    ] + DEVICE_PROVIDERS
+    assert allocations(snapshot) == {
+        LOCAL: {ROOT: {'VCPU': 2, 'MEMORY_MB': 2048, 'DISK_GB': 26}},
+        VOLUME: {ROOT: {'VCPU': 4, 'MEMORY_MB': 4096}},
+        PCI: {ROOT: {'VCPU': 2, 'MEMORY_MB': 1024, 'DISK_GB': 10},
+              NIC: {'SRIOV_NET_VF': 2}, NVME: {'PCI_DEVICE': 1}},
+        MDEV: {ROOT: {'VCPU': 4, 'MEMORY_MB': 8192, 'DISK_GB': 11},
+               GPU1: {'VGPU': 1}},
+    }
+    local = by_uuid(snapshot)[LOCAL]
+    assert (local.name, local.project_id, local.user_id) == \
+        ('local', PROJECT, USER)
+    pci = by_uuid(snapshot)[PCI]
+    assert (pci.name, pci.project_id, pci.user_id) == ('pci', None, None)
+
+
+def test_disks_under_instances_path_without_a_pool(devices_host):
+    devices_host.set_override('images_pool', None, 'libvirt')
+    devices_host.set_override('instances_path', '/var/lib/nova/instances',
+                              'compute')
+
+    snapshot = load_driver(devices_host, 'libvirt').discover()
+
+    assert snapshot.root.inventories['DISK_GB'] == inventory(
+        disk.disk_gb('/var/lib/nova/instances'))
+    assert {uuid: a[ROOT].get('DISK_GB') for uuid, a in
+            allocations(snapshot).items()} == {
+        LOCAL: 26, VOLUME: None, PCI: 10, MDEV: 11}
+
+
+def test_disks_elsewhere_count_nothing(devices_host):
+    devices_host.set_override('images_pool', None, 'libvirt')
+    devices_host.set_override('instances_path', '/srv/other', 'compute')
+
+    snapshot = load_driver(devices_host, 'libvirt').discover()
+
+    assert all('DISK_GB' not in a[ROOT]
+               for a in allocations(snapshot).values())
+
+
+def test_numa_nodes_from_sysfs_when_libvirt_shows_none(devices_host,
+                                                       fake_host):
+    host = fake_host(cpus='0-15', memory_mb=32768)
+    host.numa_node(0, '0-7', 16384)
+    host.numa_node(1, '8-15', 16384)
+    devices_host.set_override('numa_providers', True, 'compute')
+
+    snapshot = load_driver(devices_host, 'libvirt').discover()
+
+    numa0, numa1 = numa_uuid('node1', 0), numa_uuid('node1', 1)
+    assert snapshot.providers == [
+        Provider(uuid=ROOT, name='node1', traits={'COMPUTE_NODE'},
+                 inventories={'DISK_GB': inventory(100)}),
+        child('node1_NUMA0', numa0, {
+            'VCPU': inventory(8, allocation_ratio=4.0),
+            'MEMORY_MB': inventory(16384, 512)}, {'HW_NUMA_ROOT'}),
+        child('node1_NUMA1', numa1, {
+            'VCPU': inventory(8, allocation_ratio=4.0),
+            'MEMORY_MB': inventory(16384)}, {'HW_NUMA_ROOT'}),
+    ] + DEVICE_PROVIDERS
+    assert allocations(snapshot) == {
+        LOCAL: {numa0: {'VCPU': 2, 'MEMORY_MB': 2048}, ROOT: {'DISK_GB': 26}},
+        VOLUME: {numa0: {'VCPU': 4, 'MEMORY_MB': 4096}},
+        PCI: {numa0: {'VCPU': 2, 'MEMORY_MB': 1024}, ROOT: {'DISK_GB': 10},
+              NIC: {'SRIOV_NET_VF': 2}, NVME: {'PCI_DEVICE': 1}},
+        # bound to node 1 by <numatune>
+        MDEV: {numa1: {'VCPU': 4, 'MEMORY_MB': 8192}, ROOT: {'DISK_GB': 11},
+               GPU1: {'VGPU': 1}},
+    }
+
+
+def test_shared_storage(devices_host):
+    devices_host.set_override('shared_storage_provider_uuid', SHARED,
+                              'compute')
+
+    snapshot = load_driver(devices_host, 'libvirt').discover()
+
+    assert snapshot.root.inventories.keys() == {'VCPU', 'MEMORY_MB'}
+    assert snapshot.root.aggregates == {SHARED}
+    assert allocations(snapshot)[LOCAL] == {
+        ROOT: {'VCPU': 2, 'MEMORY_MB': 2048}, SHARED: {'DISK_GB': 26}}
+
+
+def test_numa_cells_from_capabilities(conf):
+    conf.set_override('connection_uri', 'test:///default', 'libvirt')
+    conf.set_override('numa_providers', True, 'compute')
+    conf.set_override('reserved_host_memory_mb', 0, 'compute')
+    conf.set_override('ram_allocation_ratio', 2.0, 'compute')
+    conf.set_override('shared_storage_provider_uuid', SHARED, 'compute')
+
+    snapshot = load_driver(conf, 'libvirt').discover()
+
+    hostname = libvirt.open('test:///default').getHostname()
+    root = root_uuid(hostname)
+    numa0, numa1 = numa_uuid(hostname, 0), numa_uuid(hostname, 1)
+
+    def cell(n, uuid, memory):
+        return Provider(uuid=uuid, name='%s_NUMA%d' % (hostname, n),
+                        parent_uuid=root, traits={'HW_NUMA_ROOT'},
+                        inventories={
+                            'VCPU': inventory(8, allocation_ratio=4.0),
+                            'MEMORY_MB': inventory(memory,
+                                                   allocation_ratio=2.0)})
+    assert snapshot.providers == [
+        Provider(uuid=root, name=hostname, traits={'COMPUTE_NODE'},
+                 aggregates={SHARED}),
+        cell(0, numa0, 2048), cell(1, numa1, 4096)]
+    # 8 GiB fits node 1 only (4096 MiB x 2.0); its disk is not local.
+    [test_domain] = snapshot.instances
+    assert test_domain.allocations == {numa1: {'VCPU': 2, 'MEMORY_MB': 8192}}
+
+
+def test_dropped_connection_is_survived(devices_host):
+    driver = load_driver(devices_host, 'libvirt')
+    before = driver.discover()
+    first = driver.connection
+
+    first.close()        # libvirtd went away under the driver
+    after = driver.discover()
+
+    assert driver.connection is not first
+    assert driver.connection.isAlive()
+    assert after == before
+    driver.close()
+    assert driver.connection is None
+
+
+def test_unreachable_libvirt_is_a_clear_error(conf, tmp_path):
+    conf.set_override('connection_uri',
+                      'test://%s/missing.xml' % tmp_path, 'libvirt')
+
+    with pytest.raises(DiscoveryError, match='cannot connect to libvirt at '
+                                             'test:///.*missing.xml'):
+        load_driver(conf, 'libvirt').discover()
+
+
+def test_unknown_images_pool_is_a_clear_error(devices_host):
+    devices_host.set_override('images_pool', 'nope', 'libvirt')
+
+    with pytest.raises(DiscoveryError,
+                       match=r"\[libvirt\] images_pool 'nope' does not exist"):
+        load_driver(devices_host, 'libvirt').discover()

@@ -1,0 +1,148 @@
+"""libvirt XML documents (capabilities, node devices, domains) as facts.
+
+Pure functions of the XML text: no connection here, so every rule about
+what a domain consumes is readable in one place.
+"""
+import xml.etree.ElementTree as ET
+
+from tracker.drivers import facts
+from tracker.drivers.errors import DiscoveryError
+
+_UNITS = {'b': 1, 'bytes': 1, 'k': 1024, 'kib': 1024, 'kb': 1000,
+          'm': 1024 ** 2, 'mib': 1024 ** 2, 'mb': 1000 ** 2,
+          'g': 1024 ** 3, 'gib': 1024 ** 3, 'gb': 1000 ** 3,
+          't': 1024 ** 4, 'tib': 1024 ** 4, 'tb': 1000 ** 4}
+NOVA_NS_PREFIX = '{http://openstack.org/xmlns/libvirt/nova/'
+
+
+def _xml(text, what):
+    try:
+        return ET.fromstring(text)
+    except ET.ParseError as exc:
+        raise DiscoveryError('libvirt returned malformed %s XML: %s'
+                             % (what, exc)) from None
+
+
+def to_bytes(element, default_unit='KiB'):
+    """The size an element holds, honouring its unit attribute."""
+    unit = (element.get('unit') or default_unit).lower()
+    return int(element.text.strip()) * _UNITS[unit]
+
+
+def _hex(text):
+    return int(text, 16) if text.lower().startswith('0x') else int(text)
+
+
+def address_of(element):
+    """'0000:81:10.1' from an <address domain= bus= slot= function=/>."""
+    return facts.pci_address(*(_hex(element.get(k, '0')) for k in
+                               ('domain', 'bus', 'slot', 'function')))
+
+
+# -- host ------------------------------------------------------------------
+
+def capabilities(text):
+    """(arch, cpu feature names, [NumaNode]) from getCapabilities()."""
+    root = _xml(text, 'capabilities')
+    cpu = root.find('host/cpu')
+    arch = cpu.findtext('arch', 'x86_64') if cpu is not None else 'x86_64'
+    features = ({f.get('name') for f in cpu.findall('feature')}
+                if cpu is not None else set())
+    nodes = []
+    for cell in root.findall('host/topology/cells/cell'):
+        memory = cell.find('memory')
+        huge_kib = sum(int(p.get('size')) * int(p.text)
+                       for p in cell.findall('pages')
+                       if p.text and int(p.get('size')) > 4)
+        nodes.append(facts.NumaNode(
+            id=int(cell.get('id')),
+            cpus=[int(c.get('id')) for c in cell.findall('cpus/cpu')],
+            memory_mb=(to_bytes(memory) // facts.MiB
+                       if memory is not None else 0),
+            huge_pages_mb=huge_kib // 1024))
+    return arch, features, nodes
+
+
+def pci_device(text):
+    """A PciDevice from a node device's XML (capability type='pci')."""
+    cap = _xml(text, 'node device').find("capability[@type='pci']")
+    if cap is None:
+        return None
+    physfn = cap.find("capability[@type='phys_function']/address")
+    numa = cap.find('numa')
+    return facts.PciDevice(
+        address=facts.pci_address(*(int(cap.findtext(k)) for k in
+                                    ('domain', 'bus', 'slot', 'function'))),
+        vendor_id='%04x' % _hex(cap.find('vendor').get('id')),
+        product_id='%04x' % _hex(cap.find('product').get('id')),
+        class_id=(cap.findtext('class') or '').lower().removeprefix('0x'),
+        numa_node=int(numa.get('node')) if numa is not None else None,
+        physfn=address_of(physfn) if physfn is not None else None,
+        virtfns=[address_of(a) for a in
+                 cap.findall("capability[@type='virt_functions']/address")],
+        mdev_types={t.get('id'): int(t.findtext('availableInstances', '0'))
+                    for t in cap.findall("capability[@type='mdev_types']/type")})
+
+
+def mdev(text, parents):
+    """A Mdev from a node device's XML; ``parents`` maps node device names
+    to PCI addresses."""
+    root = _xml(text, 'node device')
+    cap = root.find("capability[@type='mdev']")
+    uuid = cap.findtext('uuid') or root.findtext('name')[len('mdev_'):]
+    return facts.Mdev(uuid=uuid.replace('_', '-').lower(),
+                      parent=parents.get(root.findtext('parent'), ''),
+                      type=cap.find('type').get('id'))
+
+
+# -- domains ---------------------------------------------------------------
+
+class Domain:
+    """What a domain's XML says it consumes."""
+
+    def __init__(self, text):
+        root = _xml(text, 'domain')
+        self.uuid = root.findtext('uuid')
+        self.name = root.findtext('name')
+        self.vcpus = int(root.findtext('vcpu', '0'))
+        memory = root.find('memory')
+        self.memory_mb = (facts.ceil_div(to_bytes(memory), facts.MiB)
+                          if memory is not None else 0)
+        self.project_id, self.user_id = _owner(root)
+        self.disks = [_disk_source(d) for d in root.findall('devices/disk')
+                      if d.get('device', 'disk') == 'disk']
+        self.pci_addresses = [
+            address_of(a) for a in
+            root.findall("devices/hostdev[@type='pci']/source/address")
+            + root.findall("devices/interface[@type='hostdev']/source/"
+                           "address[@type='pci']")]
+        self.mdev_uuids = [
+            a.get('uuid').lower() for a in
+            root.findall("devices/hostdev[@type='mdev']/source/address")]
+        nodeset = root.find('numatune/memory')
+        cells = (facts.parse_cpu_list(nodeset.get('nodeset', ''))
+                 if nodeset is not None else [])
+        self.numa_node = cells[0] if len(cells) == 1 else None
+
+
+def _owner(root):
+    """(project uuid, user uuid) from nova's instance metadata, if any."""
+    for element in root.iterfind('metadata/*'):
+        if element.tag.startswith(NOVA_NS_PREFIX):
+            ns = element.tag[:element.tag.index('}') + 1]
+            project = element.find('%sowner/%sproject' % (ns, ns))
+            user = element.find('%sowner/%suser' % (ns, ns))
+            return (project.get('uuid') if project is not None else None,
+                    user.get('uuid') if user is not None else None)
+    return None, None
+
+
+def _disk_source(disk):
+    """('file'|'block'|'volume'|'network', where) for one <disk>."""
+    kind = disk.get('type', 'file')
+    source = disk.find('source')
+    if source is None or kind == 'network':
+        return kind, None
+    if kind == 'volume':
+        return kind, (source.get('pool'), source.get('volume'))
+    return kind, source.get('file') or source.get('dev')
