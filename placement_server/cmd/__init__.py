@@ -73,12 +73,12 @@ def safe_url(url):
         return '<unparsable URL>'
 
 
-def run(main, argv=None):
-    """Call ``main(argv)``, turning a CommandError into one line and exit 1."""
+def run(main, argv=None, error_status=1):
+    """Call ``main(argv)``; a CommandError is one line and ``error_status``."""
     try:
         return main(sys.argv[1:] if argv is None else argv) or 0
     except CommandError as e:
         print(str(e), file=sys.stderr)
-        return 1
+        return error_status
     except KeyboardInterrupt:
         return 130

@@ -1,0 +1,89 @@
+"""placement-manage and placement-status, run as the commands they are."""
+import subprocess
+
+import pytest
+import sqlalchemy as sa
+
+from placement_server.db import migration
+from tests import upstream
+from tests.integration import servers
+
+pytestmark = pytest.mark.integration
+
+PLACEMENT_STATUS = servers.PLACEMENT_MANAGE.replace('placement-manage', 'placement-status')
+
+
+def _run(tmp_path, *args):
+    return subprocess.run(list(args), cwd=str(tmp_path), capture_output=True, text=True,
+                          timeout=120, env=upstream.clean_env(HOME=str(tmp_path)))
+
+
+def test_db_sync_creates_then_changes_nothing(tmp_path):
+    url = 'sqlite:///%s' % (tmp_path / 'p.sqlite')
+    first = _run(tmp_path, servers.PLACEMENT_MANAGE, '--database-connection', url, 'db', 'sync')
+    assert first.returncode == 0, first.stderr
+    engine = sa.create_engine(url)
+    with engine.connect() as conn:
+        counts = [conn.exec_driver_sql('SELECT count(*) FROM %s' % t).scalar()
+                  for t in ('resource_classes', 'traits')]
+    again = _run(tmp_path, servers.PLACEMENT_MANAGE, '--database-connection', url, 'db', 'sync')
+    assert again.returncode == 0, again.stderr
+    with engine.connect() as conn:
+        assert [conn.exec_driver_sql('SELECT count(*) FROM %s' % t).scalar()
+                for t in ('resource_classes', 'traits')] == counts
+    engine.dispose()
+    assert counts[0] > 10 and counts[1] > 100
+    version = _run(tmp_path, servers.PLACEMENT_MANAGE, '--database-connection', url,
+                   'db', 'version')
+    assert version.stdout.strip() == migration.head()
+
+
+def test_db_sync_and_version_on_each_database(database, tmp_path):
+    result = _run(tmp_path, servers.PLACEMENT_MANAGE, '--database-connection', database.url,
+                  'db', 'sync')
+    assert result.returncode == 0, result.stderr
+    result = _run(tmp_path, servers.PLACEMENT_MANAGE, '--database-connection', database.url,
+                  'db', 'version')
+    assert (result.returncode, result.stdout.strip()) == (0, migration.head())
+    result = _run(tmp_path, PLACEMENT_STATUS, '--database-connection', database.url,
+                  'upgrade', 'check')
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert 'Database schema: Success' in result.stdout
+
+
+def test_status_fails_on_an_empty_database(tmp_path):
+    url = 'sqlite:///%s' % (tmp_path / 'empty.sqlite')
+    result = _run(tmp_path, PLACEMENT_STATUS, '--database-connection', url, 'upgrade', 'check')
+    assert result.returncode == 2
+    assert 'Database schema: Failure' in result.stdout
+    assert 'placement-manage db sync' in result.stdout
+
+
+def test_status_warns_when_standard_traits_are_missing(tmp_path):
+    url = 'sqlite:///%s' % (tmp_path / 'p.sqlite')
+    assert _run(tmp_path, servers.PLACEMENT_MANAGE, '--database-connection', url,
+                'db', 'sync').returncode == 0
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("DELETE FROM traits WHERE name = 'HW_CPU_X86_AVX2'")
+    engine.dispose()
+    result = _run(tmp_path, PLACEMENT_STATUS, '--database-connection', url, 'upgrade', 'check')
+    assert result.returncode == 1
+    assert '1 standard resource classes or traits are missing' in result.stdout
+
+
+@pytest.mark.parametrize('command, args, status, message', [
+    ('placement-manage', ['db'], 1, 'the following arguments are required'),
+    ('placement-manage', ['db', 'drop'], 1, "invalid choice: 'drop'"),
+    ('placement-manage', ['--database-connection', 'mysql+pymysql://root@127.0.0.1:1/x',
+                          'db', 'sync'], 1, 'cannot use database'),
+    ('placement-status', ['--database-connection', 'bogus://', 'upgrade', 'check'],
+     255, 'cannot use database'),
+    ('placement-status', ['upgrade'], 255, 'the following arguments are required'),
+])
+def test_mistakes_are_one_line(tmp_path, command, args, status, message):
+    path = servers.PLACEMENT_MANAGE.replace('placement-manage', command)
+    result = _run(tmp_path, path, *args)
+    assert result.returncode == status
+    assert message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
