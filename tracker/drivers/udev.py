@@ -1,0 +1,77 @@
+"""Hardware hotplug: ask the agent for an early cycle when devices change.
+
+A pyudev netlink monitor on the pci, mdev and block subsystems. Only events
+that can change the provider tree call back: PCI functions appearing,
+going or changing driver (VFs created, a device bound to vfio-pci),
+mediated devices created or removed, whole disks added or removed (not
+partitions, loop, ram or zram devices). The callback runs on the monitor's
+thread and should only signal the agent (a burst of events, e.g. 64 VFs,
+calls it once per event; the agent's next cycle sees them all).
+"""
+import logging
+
+import pyudev
+
+LOG = logging.getLogger(__name__)
+
+SUBSYSTEMS = ('pci', 'mdev', 'block')
+_ACTIONS = {
+    'pci': {'add', 'remove', 'change', 'bind', 'unbind'},
+    'mdev': {'add', 'remove', 'change'},
+    'block': {'add', 'remove'},
+}
+_VIRTUAL_DISKS = ('loop', 'ram', 'zram', 'nbd')
+
+
+def changes_tree(action, device):
+    """Whether ``action`` on ``device`` (a pyudev.Device) can change what
+    the host reports."""
+    subsystem = device.subsystem
+    if action not in _ACTIONS.get(subsystem, ()):
+        return False
+    if subsystem == 'block':
+        return (device.device_type == 'disk'
+                and not device.sys_name.startswith(_VIRTUAL_DISKS))
+    return True
+
+
+class HardwareMonitor:
+    """Calls ``callback(action, device)`` for hardware changes.
+
+    ``source`` is 'udev' (events after udevd's rules ran: the normal case)
+    or 'kernel' (raw kernel uevents, for hosts without udevd).
+    """
+
+    def __init__(self, callback, source='udev', context=None):
+        self.callback = callback
+        self.source = source
+        self.context = context or pyudev.Context()
+        self.observer = None
+
+    def start(self):
+        monitor = pyudev.Monitor.from_netlink(self.context, source=self.source)
+        for subsystem in SUBSYSTEMS:
+            monitor.filter_by(subsystem)
+        self.observer = pyudev.MonitorObserver(monitor, callback=self._event,
+                                               name='tracker-udev-monitor')
+        self.observer.daemon = True
+        self.observer.start()
+
+    def stop(self):
+        if self.observer is not None:
+            self.observer.send_stop()
+            self.observer.join(timeout=5)
+            self.observer = None
+
+    def _event(self, device):
+        self.handle(device.action, device)
+
+    def handle(self, action, device):
+        """Call back if ``action`` on ``device`` can change the tree."""
+        if changes_tree(action, device):
+            LOG.info('hardware %s: %s %s; asking for an early cycle',
+                     action, device.subsystem, device.sys_name)
+            try:
+                self.callback(action, device)
+            except Exception:  # a failing callback must not kill the thread
+                LOG.exception('hardware change callback failed')
