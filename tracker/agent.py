@@ -33,26 +33,17 @@ class CycleResult:
     duration: float = 0.0
     writes: int = 0
     conflicts: int = 0
+    requests: int = 0
     changes: list = dataclasses.field(default_factory=list)
     error: str = ''
 
     def summary(self):
         if not self.ok:
             return 'cycle failed: %s' % self.error
-        return ('cycle synced in %.2fs: %d write(s), %d conflict(s), '
-                '%d change(s)' % (self.duration, self.writes, self.conflicts,
-                                  len(self.changes)))
-
-
-def _count(result, *names):
-    """How many items the named fields of a sync result hold."""
-    total = 0
-    for name in names:
-        value = getattr(result, name, None)
-        if isinstance(value, bool) or value is None:
-            continue
-        total += value if isinstance(value, int) else len(value)
-    return total
+        return ('cycle synced in %.2fs: %d change(s), %d request(s), '
+                '%d write(s), %d conflict(s)' % (
+                    self.duration, len(self.changes), self.requests,
+                    self.writes, self.conflicts))
 
 
 def _placement_errors():
@@ -121,6 +112,8 @@ class Agent(service.ServiceBase):
             return CycleResult(False, bool(self.reachable),
                                error='discovery failed: %s' % exc)
         authoritative = self.conf.tracker.authoritative_allocations
+        self.client.new_request_id()
+        before = self.client.counters.snapshot()
         try:
             if self._last_synced is None:
                 # After a start, what changed is measured against placement;
@@ -134,7 +127,7 @@ class Agent(service.ServiceBase):
                     {i.uuid: i.allocations for i in self._last_synced.instances})
             if not authoritative:
                 changes = [c for c in changes if c.kind != 'allocation_orphan']
-            synced = self.client.sync(snapshot.providers)
+            synced = self.client.sync(snapshot.providers, snapshot.instances)
             allocated = self.client.sync_allocations(
                 snapshot.root.uuid, snapshot.instances,
                 authoritative=authoritative)
@@ -148,14 +141,13 @@ class Agent(service.ServiceBase):
             LOG.error('sync failed: %s', exc)
             return CycleResult(False, True, error='sync failed: %s' % exc)
         self._placement_state(True)
-        errors = list(getattr(synced, 'errors', None) or []) + list(
-            getattr(allocated, 'errors', None) or [])
+        errors = list(synced.errors) + list(allocated.errors)
+        after = self.client.counters
         result = CycleResult(
             ok=not errors, reachable=True, changes=changes,
-            writes=(_count(synced, 'created', 'updated', 'deleted')
-                    + _count(allocated, 'put', 'written', 'deleted')),
-            conflicts=(_count(synced, 'conflicts')
-                       + _count(allocated, 'conflicts')))
+            requests=after.requests - before.requests,
+            writes=after.writes - before.writes,
+            conflicts=after.conflicts - before.conflicts)
         if errors:
             result.error = '; '.join(str(e) for e in errors)
             LOG.error('sync incomplete: %s', result.error)

@@ -14,6 +14,11 @@ EXIT_IN_SYNC = 0
 EXIT_ERROR = 1
 EXIT_DRIFT = 3
 
+# Traits and aggregates others write on the host's providers (nova's
+# COMPUTE_STATUS_DISABLED, tracker-manage's aggregates) are kept by the
+# sync on purpose: the audit shows them, but they are not drift.
+FOREIGN = ('traits_extra', 'aggregates_extra')
+
 
 @dataclasses.dataclass
 class Drift:
@@ -195,6 +200,7 @@ def planned_writes(drift):
 class AuditReport:
     host: str
     drift: list
+    foreign: list = dataclasses.field(default_factory=list)
     fixed: bool = False
     writes: list = dataclasses.field(default_factory=list)
     remaining: list = dataclasses.field(default_factory=list)
@@ -212,15 +218,21 @@ class AuditReport:
     def as_dict(self):
         return {'host': self.host, 'in_sync': self.in_sync,
                 'drift': [d.as_dict() for d in self.drift],
+                'foreign': [d.as_dict() for d in self.foreign],
                 'fixed': self.fixed, 'writes': self.writes,
                 'remaining': [d.as_dict() for d in self.remaining]}
 
     def as_text(self):
+        lines = []
         if self.in_sync:
-            return 'host %s: in sync with placement' % self.host
-        lines = ['host %s: %d difference(s) with placement'
-                 % (self.host, len(self.drift))]
-        lines += ['  ' + d.describe() for d in self.drift]
+            lines.append('host %s: in sync with placement' % self.host)
+        else:
+            lines.append('host %s: %d difference(s) with placement'
+                         % (self.host, len(self.drift)))
+            lines += ['  ' + d.describe() for d in self.drift]
+        if self.foreign:
+            lines.append('kept, written by others:')
+            lines += ['  ' + d.describe() for d in self.foreign]
         if self.writes:
             verb = 'made' if self.fixed else 'would make'
             lines.append('writes %s:' % verb)
@@ -256,8 +268,8 @@ def _tree_providers(tree):
 
 def audit(snapshot, client, fix=False, dry_run=False, authoritative=True):
     """Compare the host with placement; repair when ``fix``."""
-    drift = _drift(snapshot, client, authoritative)
-    report = AuditReport(snapshot.hostname, drift)
+    drift, foreign = _drift(snapshot, client, authoritative)
+    report = AuditReport(snapshot.hostname, drift, foreign)
     if drift and (fix or dry_run):
         report.writes = planned_writes(drift)
     if drift and fix and not dry_run:
@@ -265,7 +277,7 @@ def audit(snapshot, client, fix=False, dry_run=False, authoritative=True):
         client.sync_allocations(snapshot.root.uuid, snapshot.instances,
                                 authoritative=authoritative)
         report.fixed = True
-        report.remaining = _drift(snapshot, client, authoritative)
+        report.remaining, report.foreign = _drift(snapshot, client, authoritative)
     return report
 
 
@@ -275,4 +287,5 @@ def _drift(snapshot, client, authoritative):
     if not authoritative:
         # Consumers the host does not know are not its business then.
         drift = [d for d in drift if d.kind != 'allocation_orphan']
-    return drift
+    return ([d for d in drift if d.kind not in FOREIGN],
+            [d for d in drift if d.kind in FOREIGN])

@@ -110,8 +110,9 @@ def audit(conf, args):
     if args.json:
         print(json.dumps(report, indent=2, sort_keys=True))
     else:
-        drift = [audit_mod.Drift(**d) for d in report['drift']]
-        print(audit_mod.AuditReport(report['host'], drift).as_text())
+        print(audit_mod.AuditReport(
+            report['host'], [audit_mod.Drift(**d) for d in report['drift']],
+            [audit_mod.Drift(**d) for d in report['foreign']]).as_text())
     return audit_mod.EXIT_IN_SYNC if report['in_sync'] else audit_mod.EXIT_DRIFT
 
 
