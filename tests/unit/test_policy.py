@@ -1,0 +1,121 @@
+"""Policy defaults (upstream placement's current rules) and overrides."""
+import os
+import re
+import subprocess
+import sys
+
+from oslo_config import cfg
+import pytest
+
+from placement_server import context
+from placement_server import errors
+from placement_server import policies
+from placement_server import policy
+
+HANDLERS = os.path.join(os.path.dirname(policies.__file__), '..', 'handlers')
+BIN = os.path.dirname(sys.executable)
+
+
+@pytest.fixture(autouse=True)
+def fresh_enforcer():
+    policy._ENFORCER = None
+    yield
+    policy._ENFORCER = None
+
+
+def ctx(roles, project='p1', system=None):
+    return context.RequestContext(user_id='u1', project_id=None if system else project,
+                                  system_scope=system, roles=roles)
+
+
+def allowed(context_, action, project='p1'):
+    try:
+        context_.can(action, {'project_id': project, 'user_id': 'u1'})
+    except errors.Forbidden:
+        return False
+    return True
+
+
+def test_every_name_a_handler_asks_for_has_a_rule():
+    asked = set()
+    for name in os.listdir(HANDLERS):
+        if name.endswith('.py'):
+            with open(os.path.join(HANDLERS, name)) as f:
+                asked.update(re.findall(r"\.can\(\s*'([^']+)'", f.read()))
+    known = {rule.name for rule in policies.list_rules()}
+    assert asked, 'no handler asks for a policy check'
+    assert asked <= known, sorted(asked - known)
+
+
+@pytest.mark.parametrize('roles, expected', [
+    (['admin'], True),
+    (['service'], True),
+    (['member', 'reader'], False),
+    (['reader'], False),
+    ([], False),
+])
+def test_most_calls_need_admin_or_service(roles, expected):
+    for action in ('placement:resource_providers:create', 'placement:allocations:update',
+                   'placement:resource_classes:list', 'placement:allocation_candidates:list'):
+        assert allowed(ctx(roles), action) is expected, action
+
+
+def test_a_project_reader_sees_only_its_own_usages():
+    reader = ctx(['reader'], project='p1')
+    assert allowed(reader, 'placement:usages', project='p1')
+    assert not allowed(reader, 'placement:usages', project='p2')
+    assert allowed(ctx(['admin'], project='p1'), 'placement:usages', project='p2')
+
+
+def test_only_the_service_role_may_reshape():
+    assert allowed(ctx(['service']), 'placement:reshaper:reshape')
+    assert not allowed(ctx(['admin']), 'placement:reshaper:reshape')
+
+
+def test_system_scoped_tokens_are_refused():
+    # Every rule is project-scoped, and scope is enforced.
+    assert not allowed(ctx(['admin'], system='all'), 'placement:resource_providers:list')
+
+
+def test_denial_is_forbidden_naming_the_action():
+    with pytest.raises(errors.Forbidden) as info:
+        ctx(['member']).can('placement:traits:update')
+    assert info.value.status == 403
+    assert 'placement:traits:update' in info.value.detail
+
+
+def test_a_policy_file_overrides_the_defaults(tmp_path):
+    (tmp_path / 'policy.yaml').write_text(
+        '"placement:resource_providers:list": "role:reader"\n'
+        '"placement:resource_providers:delete": "!"\n')
+    conf_file = tmp_path / 'placement.conf'
+    conf_file.write_text('[oslo_policy]\npolicy_file = %s\n' % (tmp_path / 'policy.yaml'))
+    conf = cfg.ConfigOpts()
+    policy.register_opts(conf)
+    conf([], project='placement', default_config_files=[str(conf_file)])
+    policy.init(conf)
+    assert allowed(ctx(['reader']), 'placement:resource_providers:list')
+    assert not allowed(ctx(['admin']), 'placement:resource_providers:delete')
+    assert allowed(ctx(['admin']), 'placement:resource_providers:create')   # untouched
+
+
+def test_sample_generator_entry_point():
+    result = subprocess.run([os.path.join(BIN, 'oslopolicy-sample-generator'),
+                             '--namespace', 'placement_server'],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert '#"placement:reshaper:reshape": "rule:service_api"' in result.stdout
+    assert '# POST  /allocations' in result.stdout
+
+
+def test_policy_generator_entry_point_reads_the_operator_file(tmp_path):
+    (tmp_path / 'policy.yaml').write_text('"placement:traits:list": "role:reader"\n')
+    conf_file = tmp_path / 'placement.conf'
+    conf_file.write_text('[oslo_policy]\npolicy_file = %s\n' % (tmp_path / 'policy.yaml'))
+    result = subprocess.run([os.path.join(BIN, 'oslopolicy-policy-generator'),
+                             '--namespace', 'placement_server',
+                             '--config-file', str(conf_file)],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert '"placement:traits:list": "role:reader"' in result.stdout
+    assert '"placement:traits:show": "rule:admin_or_service_api"' in result.stdout
