@@ -73,6 +73,7 @@ class Agent(service.ServiceBase):
         self._thread = None
         self._rpc_server = None
         self._metrics_server = None
+        self._hardware_monitor = None
 
     @property
     def last_snapshot(self):
@@ -120,7 +121,9 @@ class Agent(service.ServiceBase):
                 # later, against the last snapshot synced (no HTTP).
                 providers, allocations = audit_mod.placement_view(
                     self.client, snapshot.root.uuid)
-                changes = audit_mod.compute_drift(snapshot, providers, allocations)
+                changes = [c for c in audit_mod.compute_drift(
+                    snapshot, providers, allocations)
+                    if c.kind not in audit_mod.FOREIGN]
             else:
                 changes = audit_mod.compute_drift(
                     snapshot, self._last_synced.providers,
@@ -213,7 +216,10 @@ class Agent(service.ServiceBase):
         while not self._stopping.is_set():
             self._wake.clear()
             result = self.run_cycle()
-            (LOG.info if result.ok else LOG.debug)(result.summary())
+            # Failures are logged where they happen; a quiet cycle is debug.
+            if result.ok:
+                (LOG.info if result.changes or result.writes
+                 else LOG.debug)(result.summary())
             self.sd.watchdog()
             self.sd.status(result.summary())
             self._wait(self.next_delay())
@@ -231,15 +237,26 @@ class Agent(service.ServiceBase):
         if opts.rpc:
             from tracker import rpc
             self._rpc_server = rpc.server(self.conf, self.host, self)
-        watch = getattr(self.driver, 'watch', None)
-        if watch is not None:
-            watch(lambda *event: self.trigger('hardware event'))
+        if opts.hardware_events and self.driver.name in ('host', 'libvirt'):
+            self._start_hardware_monitor()
         self._thread = threading.Thread(target=self._loop, name='tracker-cycle',
                                         daemon=True)
         self._thread.start()
         self.sd.ready('agent %s started' % self.host)
         LOG.info('agent %s started: driver %s, every %ss (+ up to %ss)',
                  self.host, opts.driver, opts.interval, opts.jitter)
+
+    def _start_hardware_monitor(self):
+        from tracker.drivers import udev
+        monitor = udev.HardwareMonitor(
+            lambda action, device: self.trigger('hardware %s' % action))
+        try:
+            monitor.start()
+        except Exception as exc:   # no netlink (a container): cycles still run
+            LOG.warning('no hardware events (%s); changes show at the next '
+                        'cycle', exc)
+            return
+        self._hardware_monitor = monitor
 
     def stop(self, graceful=True):
         """Let the running cycle finish, then end the loop."""
@@ -250,6 +267,8 @@ class Agent(service.ServiceBase):
     def wait(self):
         while self._thread is not None and self._thread.is_alive():
             self._thread.join(0.5)
+        if self._hardware_monitor is not None:
+            self._hardware_monitor.stop()
         if self._rpc_server is not None:
             self._rpc_server.stop()
             self._rpc_server.wait()

@@ -32,6 +32,9 @@ tracker_opts = [
     cfg.BoolOpt('rpc', default=True,
                 help='Listen on the RPC topic "tracker" (server = host) for '
                      'refresh and audit requests.'),
+    cfg.BoolOpt('hardware_events', default=True,
+                help='Run a cycle as soon as udev reports a PCI, mediated '
+                     'device or disk change (host and libvirt drivers).'),
     cfg.PortOpt('metrics_port', default=0,
                 help='Serve Prometheus metrics on this port; 0 disables.'),
     cfg.HostAddressOpt('metrics_host', default='127.0.0.1',
