@@ -1,0 +1,129 @@
+"""Concurrent writers against real placement-server processes.
+
+Two servers with two worker processes each share one PostgreSQL or
+MariaDB database; many client threads start their writes at the same
+instant. Generations and provider locks must make exactly the right
+number of them win.
+"""
+import collections
+import threading
+import uuid
+
+import pytest
+import requests
+
+from tests.integration import servers
+
+pytestmark = pytest.mark.integration
+
+HEADERS = dict(servers.ADMIN, **{'OpenStack-API-Version': 'placement 1.39'})
+CLIENTS = 50
+CAPACITY = 20
+
+
+@pytest.fixture(params=['postgresql', 'mysql'])
+def urls(request, _databases, placement_servers):
+    """Base URLs of 2 servers x 2 workers on a fresh database."""
+    test_db = _databases(request.param)
+    test_db.reset()
+    return [s.url for s in placement_servers(test_db.url, count=2, workers=2)]
+
+
+def call(method, url, body=None):
+    resp = requests.request(method, url, json=body, headers=HEADERS, timeout=120)
+    return resp.status_code, (resp.json() if resp.content else None)
+
+
+def all_at_once(count, work):
+    """Run ``work(i)`` in ``count`` threads released together; the results."""
+    barrier = threading.Barrier(count)
+    results = [None] * count
+
+    def run(i):
+        barrier.wait()
+        results[i] = work(i)
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
+def make_provider(base, inventories):
+    status, body = call('POST', base + '/resource_providers', {'name': 'cn-%s' % uuid.uuid4()})
+    assert status == 200, body
+    rp = body['uuid']
+    status, body = call('PUT', '%s/resource_providers/%s/inventories' % (base, rp),
+                        {'resource_provider_generation': 0, 'inventories': inventories})
+    assert status == 200, body
+    return rp
+
+
+def test_concurrent_claims_never_overcommit(urls):
+    rp = make_provider(urls[0], {'VCPU': {'total': CAPACITY}})
+
+    def claim(i):
+        return call('PUT', '%s/allocations/%s' % (urls[i % len(urls)], uuid.uuid4()), {
+            'allocations': {rp: {'resources': {'VCPU': 1}}},
+            'project_id': 'p', 'user_id': 'u', 'consumer_generation': None,
+            'consumer_type': 'INSTANCE'})
+
+    results = all_at_once(CLIENTS, claim)
+    statuses = collections.Counter(status for status, _ in results)
+    assert statuses == {204: CAPACITY, 409: CLIENTS - CAPACITY}, results
+    for status, body in results:
+        if status == 409:
+            assert body['errors'][0]['code'] in ('placement.undefined',
+                                                 'placement.concurrent_update'), body
+    status, body = call('GET', '%s/resource_providers/%s/usages' % (urls[1], rp))
+    assert body['usages'] == {'VCPU': CAPACITY}
+    # One generation step per successful claim, after the inventory write.
+    assert body['resource_provider_generation'] == 1 + CAPACITY
+    status, body = call('GET', '%s/resource_providers/%s/allocations' % (urls[1], rp))
+    assert len(body['allocations']) == CAPACITY
+
+
+def test_concurrent_multi_provider_claims_are_all_or_nothing(urls):
+    # Each claim takes 1 VCPU from a and 1 from b; b is the scarce one.
+    a = make_provider(urls[0], {'VCPU': {'total': 100}})
+    b = make_provider(urls[0], {'VCPU': {'total': 10}})
+
+    def claim(i):
+        first, second = (a, b) if i % 2 else (b, a)   # both lock orders
+        return call('POST', '%s/allocations' % urls[i % len(urls)], {
+            str(uuid.uuid4()): {
+                'allocations': {first: {'resources': {'VCPU': 1}},
+                                second: {'resources': {'VCPU': 1}}},
+                'project_id': 'p', 'user_id': 'u', 'consumer_generation': None,
+                'consumer_type': 'INSTANCE'}})
+
+    results = all_at_once(30, claim)
+    statuses = collections.Counter(status for status, _ in results)
+    assert statuses == {204: 10, 409: 20}, results
+    for rp in (a, b):
+        status, body = call('GET', '%s/resource_providers/%s/usages' % (urls[1], rp))
+        assert body['usages'] == {'VCPU': 10}
+
+
+def test_concurrent_inventory_writers_one_wins(urls):
+    rp = make_provider(urls[0], {'VCPU': {'total': 1}})
+    writers = 20
+
+    def update(i):
+        return call('PUT', '%s/resource_providers/%s/inventories' % (urls[i % len(urls)], rp),
+                    {'resource_provider_generation': 1,
+                     'inventories': {'VCPU': {'total': 100 + i}}})
+
+    results = all_at_once(writers, update)
+    winners = [body for status, body in results if status == 200]
+    losers = [body for status, body in results if status != 200]
+    assert len(winners) == 1, results
+    assert len(losers) == writers - 1
+    for status, body in results:
+        if status != 200:
+            assert status == 409
+            assert body['errors'][0]['code'] == 'placement.concurrent_update'
+    status, body = call('GET', '%s/resource_providers/%s/inventories' % (urls[1], rp))
+    assert body == winners[0]
+    assert body['resource_provider_generation'] == 2
