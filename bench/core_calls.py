@@ -1,0 +1,98 @@
+"""Core calls, ours against upstream (issue 2).
+
+One client, one call at a time, on each server in turn:
+  create provider   POST /resource_providers                x N
+  set inventory     PUT  /resource_providers/{u}/inventories x N
+  claim             PUT  /allocations/{consumer}             x N (one per provider)
+  list providers    GET  /resource_providers (all N)         x --list-repeats
+  list by resources GET  /resource_providers?resources=...   x --list-repeats
+
+    .venv/bin/python bench/core_calls.py --engine sqlite --engine postgresql \\
+        --providers 1000 --workers 2
+
+prints a Markdown table per engine (p50/p99 per call, ratio upstream/ours)
+and writes the raw numbers to bench/results/core_calls-<engine>.json.
+"""
+import argparse
+import os
+import sys
+import uuid
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench import harness  # noqa: E402
+
+CALLS = ('create provider', 'set inventory', 'claim allocation', 'list providers',
+         'list providers by resources')
+
+INVENTORY = {'VCPU': {'total': 32, 'max_unit': 32},
+             'MEMORY_MB': {'total': 131072, 'max_unit': 131072},
+             'DISK_GB': {'total': 2048, 'max_unit': 2048}}
+
+
+def workload(providers, list_repeats):
+    def run(client):
+        samples = {call: harness.Samples() for call in CALLS}
+        uuids = [str(uuid.uuid4()) for _ in range(providers)]
+        for rp in uuids:
+            samples['create provider'].add(*client.call(
+                'POST', '/resource_providers', {'uuid': rp, 'name': 'cn-' + rp}))
+        if samples['create provider'].ok():
+            for rp in uuids:
+                samples['set inventory'].add(*client.call(
+                    'PUT', '/resource_providers/%s/inventories' % rp,
+                    {'resource_provider_generation': 0, 'inventories': INVENTORY}))
+        if samples['set inventory'].ok():
+            project, user = str(uuid.uuid4()), str(uuid.uuid4())
+            for rp in uuids:
+                body = {'allocations': {rp: {'resources': {'VCPU': 2, 'MEMORY_MB': 4096}}},
+                        'consumer_generation': None, 'consumer_type': 'INSTANCE',
+                        'project_id': project, 'user_id': user}
+                samples['claim allocation'].add(*client.call(
+                    'PUT', '/allocations/%s' % uuid.uuid4(), body))
+        if samples['create provider'].ok():
+            for _ in range(list_repeats):
+                resp = samples['list providers'].add(*client.call('GET', '/resource_providers'))
+                _check_count(resp, providers)
+        if samples['set inventory'].ok():
+            for _ in range(list_repeats):
+                resp = samples['list providers by resources'].add(*client.call(
+                    'GET', '/resource_providers?resources=VCPU:4,MEMORY_MB:8192'))
+                _check_count(resp, providers)
+        return {call: s.summary() for call, s in samples.items()}
+    return run
+
+
+def _check_count(resp, expected):
+    # A fast wrong answer is not a result.
+    if resp.status_code == 200:
+        got = len(resp.json()['resource_providers'])
+        if got != expected:
+            raise AssertionError('listed %d providers, expected %d' % (got, expected))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--engine', action='append', choices=harness.ENGINES)
+    parser.add_argument('--providers', type=int, default=1000)
+    parser.add_argument('--list-repeats', type=int, default=50)
+    parser.add_argument('--workers', type=int, default=2)
+    parser.add_argument('--server', action='append', choices=sorted(harness.SERVERS))
+    args = parser.parse_args(argv)
+    for engine in args.engine or ['sqlite']:
+        results = harness.side_by_side(
+            engine, workload(args.providers, args.list_repeats), args.workers,
+            servers=args.server or ('ours', 'upstream'))
+        harness.save(os.path.join(harness.TOP, 'bench', 'results',
+                                  'core_calls-%s.json' % engine), results)
+        print('\n### %s, %d providers, %d gunicorn workers\n'
+              % (engine, args.providers, args.workers))
+        print(harness.latency_table(results, CALLS))
+        for name, result in sorted(results.items()):
+            print('\n%s: RSS per worker %s MiB%s' % (
+                name, result.get('rss_mib_per_worker'),
+                ('; ERROR ' + result['error']) if 'error' in result else ''))
+
+
+if __name__ == '__main__':
+    main()

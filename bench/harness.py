@@ -1,0 +1,214 @@
+"""Side-by-side benchmark harness: our placement server and upstream's.
+
+Both run as real gunicorn processes with the same command line (sync
+workers, same count; tests/upstream.py builds it), each on its own fresh
+database of the same engine (SQLite file or PostgreSQL database), with
+the same options. A workload is a function ``workload(client) -> dict``
+run once per server; ``side_by_side`` runs it on both and the report
+functions turn the samples into latency distributions and ratios
+(upstream / ours: above 1 means ours is faster).
+"""
+import concurrent.futures
+import json
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import uuid
+
+import psutil
+import requests
+import sqlalchemy as sa
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if TOP not in sys.path:
+    sys.path.insert(0, TOP)
+
+from placement_server.db import api as db_api  # noqa: E402
+from placement_server.db import migration  # noqa: E402
+from tests import upstream  # noqa: E402
+
+POSTGRESQL_ADMIN = os.environ.get(
+    'PLACEMENT_BENCH_POSTGRESQL', 'postgresql+psycopg2://postgres@127.0.0.1:5432/postgres')
+ENGINES = ('sqlite', 'postgresql')
+
+
+class OurPlacement(upstream.PlacementServer):
+    """Our placement server, from this tree's virtualenv."""
+    name = 'ours'
+    app = 'placement_server.wsgi_app:application'
+
+    def gunicorn(self):
+        return os.path.join(os.path.dirname(sys.executable), 'gunicorn')
+
+    def sync_db(self):
+        db = db_api.Database(self.db_url)
+        try:
+            migration.sync(db)
+        finally:
+            db.dispose()
+
+
+SERVERS = {'ours': OurPlacement, 'upstream': upstream.UpstreamPlacement}
+
+
+class ScratchDatabase:
+    """An empty database on ``engine``, dropped on exit."""
+
+    def __init__(self, engine, workdir, label):
+        self.engine = engine
+        name = 'bench_%s_%s' % (label, uuid.uuid4().hex[:8])
+        if engine == 'sqlite':
+            self.url = 'sqlite:///%s' % os.path.join(workdir, name + '.sqlite')
+            self._admin = None
+        else:
+            admin = sa.engine.make_url(POSTGRESQL_ADMIN)
+            self._admin = sa.create_engine(admin, isolation_level='AUTOCOMMIT')
+            with self._admin.connect() as conn:
+                conn.exec_driver_sql('CREATE DATABASE %s' % name)
+            self.url = admin.set(database=name).render_as_string(hide_password=False)
+        self.name = name
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self._admin is not None:
+            with self._admin.connect() as conn:
+                conn.exec_driver_sql('DROP DATABASE IF EXISTS %s WITH (FORCE)' % self.name)
+            self._admin.dispose()
+
+
+class Client:
+    """HTTP to one server as the admin, timing every call."""
+
+    def __init__(self, server, version='1.39'):
+        self.server = server
+        self.base = server.url
+        self.headers = {'X-Auth-Token': 'admin', 'Accept': 'application/json',
+                        'OpenStack-API-Version': 'placement %s' % version}
+        self._local = threading.local()
+
+    @property
+    def session(self):
+        # requests.Session is not thread safe: one per thread.
+        if not hasattr(self._local, 'session'):
+            self._local.session = requests.Session()
+        return self._local.session
+
+    def call(self, method, path, body=None, version=None):
+        """(seconds, response) for one request."""
+        headers = dict(self.headers)
+        if version:
+            headers['OpenStack-API-Version'] = 'placement %s' % version
+        start = time.perf_counter()
+        resp = self.session.request(method, self.base + path, json=body,
+                                    headers=headers, timeout=300)
+        return time.perf_counter() - start, resp
+
+    def rss_per_worker(self):
+        """Resident memory (MiB) of each gunicorn worker."""
+        master = psutil.Process(self.server.proc.pid)
+        return [round(child.memory_info().rss / 2**20, 1) for child in master.children()]
+
+
+class Samples:
+    """Latencies of one kind of call, and the statuses that came back."""
+
+    def __init__(self):
+        self.seconds = []
+        self.statuses = {}
+        self._lock = threading.Lock()
+
+    def add(self, seconds, resp):
+        with self._lock:   # concurrent clients add to one Samples
+            self.seconds.append(seconds)
+            self.statuses[resp.status_code] = self.statuses.get(resp.status_code, 0) + 1
+        return resp
+
+    def ok(self):
+        return bool(self.seconds) and all(200 <= s < 300 for s in self.statuses)
+
+    def summary(self):
+        if not self.seconds:
+            return {'n': 0, 'statuses': self.statuses}
+        ms = sorted(s * 1000 for s in self.seconds)
+        return {'n': len(ms), 'statuses': self.statuses,
+                'p50': round(statistics.median(ms), 2),
+                'p90': round(_percentile(ms, 90), 2),
+                'p99': round(_percentile(ms, 99), 2),
+                'mean': round(statistics.fmean(ms), 2),
+                'max': round(ms[-1], 2)}
+
+
+def _percentile(sorted_values, pct):
+    index = min(len(sorted_values) - 1, int(round(pct / 100.0 * (len(sorted_values) - 1))))
+    return sorted_values[index]
+
+
+def concurrently(fn, count, concurrency):
+    """Run ``fn()`` ``count`` times on ``concurrency`` threads.
+
+    Returns (results, wall seconds).
+    """
+    start = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
+        results = list(pool.map(lambda _: fn(), range(count)))
+    return results, time.perf_counter() - start
+
+
+def run_one(server_name, engine, workload, workers, options=None, workdir=None):
+    """Start one server on a fresh database, run the workload, stop it."""
+    workdir = workdir or tempfile.mkdtemp(prefix='bench-%s-' % server_name)
+    with ScratchDatabase(engine, workdir, server_name) as db:
+        server = SERVERS[server_name](db.url, workdir, workers=workers, options=options)
+        with server:
+            client = Client(server)
+            try:
+                result = workload(client)
+            except Exception as e:  # noqa: BLE001 - a missing endpoint is a result
+                result = {'error': '%s: %s' % (type(e).__name__, e)}
+            result['rss_mib_per_worker'] = client.rss_per_worker()
+    return result
+
+
+def side_by_side(engine, workload, workers, options=None, servers=('ours', 'upstream')):
+    """{server name: workload result} on ``engine``, one server at a time."""
+    return {name: run_one(name, engine, workload, workers, options) for name in servers}
+
+
+def ratio(theirs, ours):
+    if not theirs or not ours:
+        return None
+    return round(theirs / ours, 2)
+
+
+def latency_table(results, calls, stat='p50'):
+    """Markdown rows: call, our and upstream latency, upstream/ours."""
+    rows = ['| call | ours %s ms | upstream %s ms | ours p99 | upstream p99 | '
+            'ratio %s (upstream/ours) |' % (stat, stat, stat),
+            '|---|---|---|---|---|---|']
+    for call in calls:
+        ours = results.get('ours', {}).get(call, {})
+        theirs = results.get('upstream', {}).get(call, {})
+        both = [_cell(ours, stat), _cell(theirs, stat)]
+        valid = all(isinstance(v, float) for v in both)
+        rows.append('| %s | %s | %s | %s | %s | %s |' % (
+            call, both[0], both[1], _cell(ours, 'p99'), _cell(theirs, 'p99'),
+            ratio(both[1], both[0]) if valid else 'n/a'))
+    return '\n'.join(rows)
+
+
+def _cell(summary, stat):
+    statuses = summary.get('statuses') or {}
+    if any(not 200 <= int(code) < 300 for code in statuses):
+        return 'failed %s' % statuses
+    return summary.get(stat, 'n/a')
+
+
+def save(path, data):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, 'w') as f:
+        json.dump(data, f, indent=1, sort_keys=True)
