@@ -107,6 +107,8 @@ def extract_json(req, schema):
             % (req.content_type or None))
     try:
         data = json.loads(req.body)
+    except RecursionError:   # a body nested thousands of levels deep
+        raise errors.BadRequest('Malformed JSON: nested too deeply')
     except ValueError as e:
         raise errors.BadRequest('Malformed JSON: %s' % e)
     validate(data, schema)
