@@ -74,7 +74,10 @@ def get_view(conn, uuid):
 
 
 def _parent_row(conn, parent_uuid):
-    row = conn.execute(sa.select(RP).where(RP.c.uuid == parent_uuid)).mappings().first()
+    # Locked: a concurrent delete of the parent, or a concurrent move that
+    # would close a loop, waits for this transaction (or it for them).
+    row = conn.execute(sa.select(RP).where(RP.c.uuid == parent_uuid)
+                       .with_for_update()).mappings().first()
     if row is None:
         raise errors.BadRequest('The provider specified by parent_provider_uuid '
                                 '(%s) does not exist.' % parent_uuid)
