@@ -93,19 +93,25 @@ class PlacementDirect:
             self.db, self._own_db = db_api.Database(url), True
         self.sync = sync
         self.adapter = None
+        self.app = None
 
     def __enter__(self):
         if self.sync:
             migration.sync(self.db)
         # The in-process app trusts its caller: noauth2 with the admin token.
         self.conf.set_override('auth_strategy', 'noauth2', group='api')
-        app = wsgi.make_app(self.conf, self.db)
+        self.app = wsgi.make_app(self.conf, self.db)
+        self.adapter = self.new_adapter()
+        return self.adapter
+
+    def new_adapter(self):
+        """Another Adapter (its own session) onto the same application."""
         session = ks_session.Session(
             auth=token_endpoint.Token(ENDPOINT, ADMIN_TOKEN))
-        session.session.mount(ENDPOINT, WSGITransport(app))
-        self.adapter = ks_adapter.Adapter(session, service_type='placement',
-                                          raise_exc=False)
-        return self.adapter
+        session.session.mount(ENDPOINT, WSGITransport(self.app))
+        # admin, and service too: placement keeps the reshaper for services
+        return ks_adapter.Adapter(session, service_type='placement', raise_exc=False,
+                                  additional_headers={'X-Roles': 'admin,service'})
 
     def __exit__(self, *exc):
         if not self._own_conf:
