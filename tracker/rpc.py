@@ -37,8 +37,7 @@ class Client:
     """What tracker-manage uses to reach the agent of one host."""
 
     def __init__(self, conf, host, transport=None, timeout=60):
-        self.transport = transport or oslo_messaging.get_rpc_transport(
-            prepare(conf))
+        self.transport = transport or oslo_messaging.get_rpc_transport(conf)
         target = oslo_messaging.Target(topic=TOPIC, server=host,
                                        version=VERSION)
         self.client = oslo_messaging.get_rpc_client(

@@ -39,7 +39,8 @@ def run_once(agent):
 
 def _main(argv):
     args = _parser().parse_args(argv)
-    conf = common.load_conf(args, PROG)
+    daemon = args.command is None and not args.once
+    conf = common.load_conf(args, PROG, daemon=daemon)
     if args.command == 'audit':
         return audit_cmd.run_audit(conf, args, PROG)
     from tracker import agent as agent_mod

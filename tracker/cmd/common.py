@@ -1,5 +1,6 @@
 """What every tracker command shares: options, logging, one-line errors."""
 import argparse
+import logging as std_logging
 import sys
 import warnings
 
@@ -34,7 +35,7 @@ def add_config_args(parser):
                         default=argparse.SUPPRESS, help='debug logging')
 
 
-def load_conf(args, prog):
+def load_conf(args, prog, daemon=False):
     """The process's ConfigOpts with every tracker option, from ``args``.
 
     The global cfg.CONF: oslo.messaging registers some of its options
@@ -56,6 +57,10 @@ def load_conf(args, prog):
     if getattr(args, 'debug', False):
         conf.set_override('debug', True)
     logging.setup(conf, prog)
+    if not daemon and not getattr(args, 'debug', False):
+        # A one-shot command says what went wrong in its own one line;
+        # --debug shows the logs behind it.
+        std_logging.disable(std_logging.ERROR)
     return conf
 
 

@@ -1,0 +1,181 @@
+"""The agent as operators run it: real placement-server and tracker-agent
+processes, a fake host edited between cycles."""
+import json
+import os
+import time
+
+import pytest
+
+from tests.integration import agent_env as env
+from tests.integration.agent_env import instance
+
+pytestmark = pytest.mark.integration
+HOST = 'fake-int-1'
+
+
+@pytest.fixture
+def server(placement_servers, tmp_path):
+    return placement_servers('sqlite:///%s' % (tmp_path / 'placement.sqlite'))[0]
+
+
+@pytest.fixture
+def host(tmp_path):
+    """(write(description), host file path)."""
+    path = tmp_path / 'host.yaml'
+    return (lambda description: env.write_host(path, description)), str(path)
+
+
+@pytest.fixture
+def agents(tmp_path):
+    started = []
+
+    def start(conf_path):
+        agent = env.AgentProcess(conf_path, tmp_path / 'agent.log').start()
+        started.append(agent)
+        return agent
+    yield start
+    for agent in started:
+        agent.stop()
+
+
+def test_daemon_follows_the_host_and_stops_cleanly(server, host, agents, tmp_path):
+    write, path = host
+    vm1 = instance('vm1', **{HOST: {'VCPU': 2, 'MEMORY_MB': 2048}})
+    vm2 = instance('vm2', **{HOST: {'VCPU': 1}, HOST + '_gpu0': {'VGPU': 1}})
+    description = env.describe_host(HOST, gpus=0, vfs=2, instances=[vm1])
+    write(description)
+    conf = env.write_conf(tmp_path / 'tracker.conf', server.url, path, HOST)
+    agent = agents(conf)
+    placement = env.Placement(server.url)
+    env.wait_for(env.converged(placement, description), what='first sync')
+
+    # Add a GPU, remove a VF, start an instance on the new GPU.
+    description = env.describe_host(HOST, gpus=1, vfs=1, instances=[vm1, vm2])
+    write(description)
+    env.wait_for(env.converged(placement, description), what='GPU added, VF removed')
+
+    # Stop vm1: its allocation is an orphan the agent removes.
+    description = env.describe_host(HOST, gpus=1, vfs=1, instances=[vm2])
+    write(description)
+    env.wait_for(env.converged(placement, description), what='vm1 stopped')
+
+    assert agent.stop() == 0
+    log = agent.log()
+    assert 'SIGTERM: finishing the current cycle' in log
+    assert 'agent stopped after' in log
+    assert 'Traceback' not in log
+
+
+def test_kill_9_mid_cycle_leaves_nothing_to_regret(server, host, agents, tmp_path):
+    write, path = host
+    vms = [instance('big-vm%d' % i, **{HOST: {'VCPU': 1},
+                                       '%s_vf%d' % (HOST, i): {'SRIOV_NET_VF': 1}})
+           for i in range(12)]
+    description = env.describe_host(HOST, gpus=4, vfs=40, instances=vms)
+    write(description)
+    conf = env.write_conf(tmp_path / 'tracker.conf', server.url, path, HOST)
+    placement = env.Placement(server.url)
+    for attempt in range(3):
+        agent = agents(conf)
+        # Kill as soon as some, but not all, of the tree is in placement.
+        env.wait_for(lambda: len(placement.providers()) >= 3 * (attempt + 1),
+                     interval=0.02, what='a partial tree')
+        agent.kill()
+    agents(conf)
+    env.wait_for(env.converged(placement, description), what='convergence after kill -9')
+    names = [p['name'] for p in placement.providers()]
+    assert len(names) == len(set(names)) == 45
+
+
+def test_placement_outage_is_one_log_line_each_way(placement_servers, host, agents,
+                                                  tmp_path):
+    db = 'sqlite:///%s' % (tmp_path / 'placement.sqlite')
+    server = placement_servers(db)[0]
+    write, path = host
+    description = env.describe_host(HOST, vfs=1)
+    write(description)
+    conf = env.write_conf(tmp_path / 'tracker.conf', server.url, path, HOST,
+                          backoff_max=2)
+    agent = agents(conf)
+    placement = env.Placement(server.url)
+    env.wait_for(env.converged(placement, description), what='first sync')
+
+    server.stop()
+    vm = instance('vm-during-outage', **{HOST: {'VCPU': 4}})
+    description = env.describe_host(HOST, gpus=1, vfs=1, instances=[vm])
+    write(description)
+    env.wait_for(lambda: agent.log().count('placement is unreachable') == 1,
+                 what='the unreachable line')
+    time.sleep(5)       # several retries with backoff
+
+    server = placement_servers(db, port=server.port, sync_db=False)[0]
+    env.wait_for(env.converged(placement, description), what='convergence after the outage')
+    log = agent.log()
+    assert log.count('placement is unreachable') == 1
+    assert log.count('placement is reachable again') == 1
+    assert 'Traceback' not in log
+
+
+def _kinds(report):
+    return sorted((d['kind'], d['name'] or d['uuid']) for d in report['drift'])
+
+
+def test_audit_reports_the_injected_drift_and_fix_repairs_it(server, host, tmp_path):
+    write, path = host
+    vm1 = instance('vm1', **{HOST: {'VCPU': 2}})
+    vm2 = instance('vm2', **{HOST: {'VCPU': 1}})
+    description = env.describe_host(HOST, gpus=1, vfs=1, instances=[vm1, vm2])
+    write(description)
+    conf = env.write_conf(tmp_path / 'tracker.conf', server.url, path, HOST)
+    once = env.run('tracker-agent', conf, '--once')
+    assert once.returncode == 0, once.stderr
+    assert HOST + '_gpu0' in once.stdout and 'VGPU' in once.stdout
+
+    audit = env.run('tracker-audit', conf)
+    assert (audit.returncode, audit.stdout.strip()) == (
+        0, 'host %s: in sync with placement' % HOST)
+
+    # The host changes behind placement's back (the agent is not running):
+    # a second GPU, vm2 gone, vm3 started, and more memory.
+    vm3 = instance('vm3', **{HOST: {'VCPU': 1}})
+    description = env.describe_host(HOST, gpus=2, vfs=1, instances=[vm1, vm3])
+    description['providers'][0]['inventories']['MEMORY_MB']['total'] = 131072
+    write(description)
+
+    audit = env.run('tracker-audit', conf, '--json')
+    assert audit.returncode == 3, audit.stderr
+    report = json.loads(audit.stdout)
+    assert _kinds(report) == sorted([
+        ('provider_missing', HOST + '_gpu1'),
+        ('inventory_differs', HOST),
+        ('allocation_orphan', vm2['uuid']),
+        ('allocation_missing', 'vm3')])
+
+    dry = env.run('tracker-agent', conf, 'audit', '--dry-run')
+    assert dry.returncode == 3
+    assert 'writes would make:' in dry.stdout
+    assert 'DELETE /allocations/%s' % vm2['uuid'] in dry.stdout
+    assert env.run('tracker-audit', conf).returncode == 3   # the dry run wrote nothing
+
+    fix = env.run('tracker-audit', conf, '--fix')
+    assert fix.returncode == 0, fix.stdout + fix.stderr
+    assert 'repaired: in sync with placement' in fix.stdout
+    assert env.run('tracker-audit', conf).returncode == 0
+    env.wait_for(env.converged(env.Placement(server.url), description), timeout=5)
+
+
+def test_commands_fail_in_one_line(tmp_path, host):
+    write, path = host
+    write(env.describe_host(HOST))
+    # Nothing listens on port 9: placement is unreachable.
+    conf = env.write_conf(tmp_path / 'tracker.conf', 'http://127.0.0.1:9', path, HOST)
+    for command, args, code in [('tracker-audit', [], 1),
+                                ('tracker-agent', ['--once'], 1),
+                                ('tracker-agent', ['--bogus'], 2),
+                                ('tracker-manage', ['aggregates', 'sync', '--file',
+                                                    str(tmp_path / 'none.yaml')], 1)]:
+        out = env.run(command, conf, *args)
+        assert out.returncode == code, (command, out.stderr)
+        assert len(out.stderr.strip().splitlines()) == 1, (command, out.stderr)
+        assert out.stderr.startswith(command + ':'), out.stderr
+        assert 'Traceback' not in out.stderr
