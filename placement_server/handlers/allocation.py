@@ -8,6 +8,7 @@ from placement_server.db import allocations as db
 from placement_server.db import api
 from placement_server.db import consumers
 from placement_server.db import providers
+from placement_server.db import usages
 from placement_server.schemas import allocation as schema
 
 
@@ -69,7 +70,7 @@ def list_for_consumer(req, consumer_uuid):
         if req.version >= (1, 28):
             body['consumer_generation'] = consumer['generation']
         if req.version >= (1, 38):
-            body['consumer_type'] = consumer['consumer_type']
+            body['consumer_type'] = consumer['consumer_type'] or usages.UNKNOWN
     return util.json_response(req, body, modified=_newest(rows))
 
 

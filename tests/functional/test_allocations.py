@@ -302,3 +302,12 @@ def test_non_admin_is_forbidden(api, cn):
                    version=V, token='alice:proj')
     assert resp.status_int == 403
     assert usages(api, cn)['VCPU'] == 0
+
+
+def test_untyped_consumer_shows_unknown_type(api, cn):
+    consumer = str(uuid.uuid4())
+    resp = api.put('/allocations/%s' % consumer, {
+        'allocations': {cn: {'resources': {'VCPU': 1}}}, 'project_id': 'p', 'user_id': 'u',
+        'consumer_generation': None}, version='1.28')
+    assert resp.status_int == 204
+    assert api.get('/allocations/%s' % consumer, version='1.38').json['consumer_type'] == 'unknown'
