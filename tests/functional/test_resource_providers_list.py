@@ -1,5 +1,6 @@
 """GET /resource_providers and its filters, per microversion."""
 import pytest
+import sqlalchemy as sa
 
 CN1 = 'c0a80101-0000-4000-8000-000000000001'
 CN2 = 'c0a80101-0000-4000-8000-000000000002'
@@ -216,3 +217,28 @@ def test_provider_with_allocations_cannot_be_deleted(world):
     resp = world.delete('/resource_providers/%s' % CN1, version='1.23')
     assert resp.status_int == 409
     assert resp.json['errors'][0]['code'] == 'placement.resource_provider.inuse'
+
+
+def test_list_is_a_fixed_number_of_queries(world, database):
+    """However many providers match, a filtered list costs the same few
+    statements: trait and class names resolved once, then one SELECT."""
+    for i in range(10):
+        _post(world, 'extra%d' % i, 'c0a80101-0000-4000-8000-0000000001%02d' % i)
+    statements = []
+
+    def count(conn, cursor, statement, *args):
+        statements.append(statement)
+    query = ('?member_of=in:%s,%s&resources=VCPU:1&required=HW_CPU_X86_AVX'
+             '&required=!HW_CPU_X86_SSE2&in_tree=%s' % (AGG1, AGG2, CN1))
+    sa.event.listen(database.engine, 'before_cursor_execute', count)
+    try:
+        assert _names(world, query) == ['cn1']
+        filtered = len(statements)
+        statements.clear()
+        assert len(_names(world, '')) == 14
+        unfiltered = len(statements)
+    finally:
+        sa.event.remove(database.engine, 'before_cursor_execute', count)
+    # SQLite adds its explicit BEGIN to each count.
+    assert unfiltered <= 2, statements
+    assert filtered <= 4, statements
