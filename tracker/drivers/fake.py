@@ -28,8 +28,8 @@ stable_uuid(hostname, 'fake', name), like the other drivers' trees.
 import uuid as uuidlib
 
 from tracker.drivers import base
+from tracker.drivers import yaml_file
 from tracker.drivers.errors import DiscoveryError
-from tracker.drivers.host import load_yaml
 from tracker.drivers.layout import root_uuid
 from tracker.providers.provider import Provider, inventory, stable_uuid
 
@@ -47,7 +47,7 @@ class FakeDriver(base.Driver):
         self.path = conf.fake.host_file
 
     def discover(self):
-        data = load_yaml(self.path)
+        data = yaml_file.load(self.path)
         if not isinstance(data, dict) or not data.get('providers'):
             raise DiscoveryError('%s: expected a mapping with a non-empty '
                                  '"providers" list' % self.path)

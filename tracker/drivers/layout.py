@@ -78,6 +78,8 @@ class Layout:
         self.gpus = {}            # GPU address -> provider uuid
         self._used = {}           # NUMA provider uuid -> {rc: used}
         self.children = []
+        self._by_uuid = {}
+        self._mdev_parents = {m.uuid: m.parent for m in facts.mdevs}
         compute = conf.compute
         self.sharing_uuid = compute.shared_storage_provider_uuid
         self._build_root()
@@ -141,13 +143,12 @@ class Layout:
 
     def _device_provider(self, address):
         uuid = device_uuid(self.host, address)
-        for child in self.children:
-            if child.uuid == uuid:
-                return child
-        child = Provider(uuid=uuid, name='%s_%s' % (self.host, address),
-                         parent_uuid=self.root.uuid)
-        self.children.append(child)
-        return child
+        if uuid not in self._by_uuid:
+            self._by_uuid[uuid] = Provider(
+                uuid=uuid, name='%s_%s' % (self.host, address),
+                parent_uuid=self.root.uuid)
+            self.children.append(self._by_uuid[uuid])
+        return self._by_uuid[uuid]
 
     def _build_devices(self):
         specs = pci_spec.DeviceSpecList(self.conf.pci.device_spec)
@@ -215,9 +216,8 @@ class Layout:
             else:
                 LOG.debug('instance %s uses unreported device %s',
                           inst.uuid, address)
-        parents = {m.uuid: m.parent for m in self.facts.mdevs}
         for mdev in inst.mdev_uuids:
-            gpu = self.gpus.get(parents.get(mdev))
+            gpu = self.gpus.get(self._mdev_parents.get(mdev))
             if gpu:
                 claim(gpu, 'VGPU', 1)
         if self.numa:

@@ -52,6 +52,9 @@ class HardwareMonitor:
         monitor = pyudev.Monitor.from_netlink(self.context, source=self.source)
         for subsystem in SUBSYSTEMS:
             monitor.filter_by(subsystem)
+        # Bind the socket now, not later on the observer's thread, so no
+        # event after start() returns is missed.
+        monitor.start()
         self.observer = pyudev.MonitorObserver(monitor, callback=self._event,
                                                name='tracker-udev-monitor')
         self.observer.daemon = True

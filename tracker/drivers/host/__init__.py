@@ -9,11 +9,10 @@ ephemeral_gb, swap_mb, pci_devices, mdevs, numa_node).
 """
 import socket
 
-import yaml
-
 from tracker.drivers import base
 from tracker.drivers import facts
 from tracker.drivers import layout
+from tracker.drivers import yaml_file
 from tracker.drivers.errors import DiscoveryError
 from tracker.drivers.host import cpu
 from tracker.drivers.host import disk
@@ -50,7 +49,7 @@ class HostDriver(base.Driver):
         path = self.conf.host.instances_file
         if not path:
             return []
-        data = load_yaml(path)
+        data = yaml_file.load(path)
         if data is None:
             return []
         if isinstance(data, dict) and 'instances' in data:
@@ -59,15 +58,3 @@ class HostDriver(base.Driver):
             raise DiscoveryError('%s: expected a list of instances' % path)
         return [facts.instance_from_dict(item) for item in data]
 
-
-def load_yaml(path):
-    """A YAML file's content, or a DiscoveryError saying what is wrong."""
-    try:
-        with open(path) as f:
-            return yaml.safe_load(f)
-    except OSError as exc:
-        raise DiscoveryError('cannot read %s: %s' % (path, exc.strerror)) \
-            from None
-    except yaml.YAMLError as exc:
-        raise DiscoveryError('%s is not valid YAML: %s'
-                             % (path, str(exc).replace('\n', ' '))) from None
