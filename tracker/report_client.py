@@ -10,11 +10,13 @@ Placement is found in the service catalog (service type ``placement``)
 through the standard keystoneauth options of the ``[placement]`` group, or
 an Adapter is handed in (PlacementDirect, tests).
 """
+import copy
 import dataclasses
 import logging
 import threading
 import time
 
+from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 
@@ -45,11 +47,23 @@ client_opts = [
 ]
 
 
+def _optional(opts):
+    # Plugins mark some options required (the password plugin's auth_url);
+    # registered as such, every tool reading tracker.conf would fail to load
+    # without placement credentials. The plugin checks them itself on load.
+    copies = []
+    for opt in opts:
+        opt = copy.copy(opt)
+        opt.required = False
+        copies.append(opt)
+    return copies
+
+
 def list_opts():
     """[placement]: keystoneauth session, auth, adapter options and ours."""
     opts = (ks_loading.get_session_conf_options()
             + ks_loading.get_auth_common_conf_options()
-            + ks_loading.get_auth_plugin_conf_options('password')
+            + _optional(ks_loading.get_auth_plugin_conf_options('password'))
             + ks_loading.get_adapter_conf_options(include_deprecated=False)
             + client_opts)
     unique = {}
@@ -58,9 +72,20 @@ def list_opts():
     return [(GROUP, list(unique.values()))]
 
 
+def _auth_from_conf(conf):
+    group = conf[GROUP]
+    if not group.auth_type:
+        return None
+    loader = ks_loading.get_plugin_loader(group.auth_type)
+    conf.register_opts(_optional(ks_loading.get_auth_plugin_conf_options(loader)),
+                       group=GROUP)
+    return loader.load_from_options(**{o.dest: group[o.dest]
+                                        for o in loader.get_options()})
+
+
 def adapter_from_conf(conf):
     """A keystoneauth1 Adapter for placement, from the [placement] group."""
-    auth = ks_loading.load_auth_from_conf_options(conf, GROUP)
+    auth = _auth_from_conf(conf)
     session = ks_loading.load_session_from_conf_options(conf, GROUP, auth=auth)
     return ks_loading.load_adapter_from_conf_options(
         conf, GROUP, session=session, auth=auth,
@@ -85,7 +110,11 @@ class ReportClient:
         if adapter is None:
             if conf is None:
                 raise ValueError('ReportClient needs a conf or an adapter')
-            adapter = adapter_from_conf(conf)
+            try:
+                adapter = adapter_from_conf(conf)
+            except (ks_exc.ClientException, TypeError) as e:
+                raise PlacementError('[placement] options do not describe a way to '
+                                     'reach placement: %s' % e) from e
         retries = group.connect_retries if group is not None else None
         delay = group.connect_retry_delay if group is not None else None
         self.http = http_mod.Transport(

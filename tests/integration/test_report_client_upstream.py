@@ -15,3 +15,16 @@ pytestmark = pytest.mark.integration
 @pytest.fixture
 def placement(upstream_placement):  # noqa: F811 (replaces ours)
     return Placement(lambda: http_adapter(upstream_placement), 'upstream')
+
+
+def test_a_client_built_from_placement_options(upstream_placement, tmp_path):
+    """[placement] keystoneauth options alone lead the client to placement."""
+    from tracker import conf as tracker_conf
+    from tracker.report_client import ReportClient
+    path = tmp_path / 'tracker.conf'
+    path.write_text('[placement]\nauth_type = admin_token\nendpoint = %s\n'
+                    'token = admin\n' % upstream_placement)
+    client = ReportClient(tracker_conf.load(config_files=[str(path)]))
+    result = client.sync(host())
+    assert result.errors == [] and len(result.created) == 5
+    assert client.sync(host()).requests == 0
