@@ -179,3 +179,89 @@ def test_commands_fail_in_one_line(tmp_path, host):
         assert len(out.stderr.strip().splitlines()) == 1, (command, out.stderr)
         assert out.stderr.startswith(command + ':'), out.stderr
         assert 'Traceback' not in out.stderr
+
+
+def test_daemon_notifies_and_answers_rpc(server, host, agents, tmp_path):
+    import threading
+    import uuid
+
+    import oslo_messaging
+    from oslo_config import cfg
+    from oslo_messaging import conffixture
+
+    hostname = 'fake-rpc-%s' % uuid.uuid4().hex[:6]
+    write, path = host
+    vm = instance('vm-n', **{hostname: {'VCPU': 1}})
+    write(env.describe_host(hostname, gpus=1, instances=[vm]))
+    conf_path = env.write_conf(tmp_path / 'tracker.conf', server.url, path, hostname,
+                               rpc=True, notifications=True)
+
+    received, arrived = [], threading.Event()
+
+    class Endpoint:
+        def info(self, ctxt, publisher_id, event_type, payload, metadata):
+            if publisher_id == 'tracker.' + hostname:
+                received.append((event_type, payload['tracker_object.data']))
+                arrived.set()
+
+    conf = cfg.ConfigOpts()
+    conffixture.ConfFixture(conf)
+    conf(['--config-file', conf_path])
+    transport = oslo_messaging.get_notification_transport(conf)
+    listener = oslo_messaging.get_notification_listener(
+        transport, [oslo_messaging.Target(topic='versioned_notifications')], [Endpoint()],
+        executor='threading', pool='test-%s' % hostname)
+    listener.start()
+    try:
+        agent = agents(conf_path)
+        env.wait_for(lambda: len([r for r in received if r[0] == 'tracker.provider.create']) == 2
+                     and any(r[0] == 'tracker.allocation.update' for r in received),
+                     what='notifications of the first sync')
+        # Remove the GPU's instance... the instance goes, the GPU stays.
+        write(env.describe_host(hostname, gpus=1))
+        env.wait_for(lambda: any(r[0] == 'tracker.allocation.delete' for r in received),
+                     what='the allocation.delete notification')
+    finally:
+        listener.stop()
+        listener.wait()
+        transport.cleanup()
+    created = sorted(d['name'] for t, d in received if t == 'tracker.provider.create')
+    assert created == [hostname, hostname + '_gpu0']
+    assert ('tracker.allocation.delete', {'consumer_uuid': vm['uuid']}) in received
+
+    # The operator asks this host's agent, over RPC.
+    audit = env.run('tracker-manage', conf_path, 'audit', '--host', hostname, '--json')
+    assert audit.returncode == 0, audit.stderr
+    assert json.loads(audit.stdout)['in_sync'] is True
+    refresh = env.run('tracker-manage', conf_path, 'refresh', '--host', hostname)
+    assert refresh.returncode == 0, refresh.stderr
+    env.wait_for(lambda: 'early cycle: rpc refresh' in agent.log(), what='the refresh')
+
+
+def test_against_upstream_placement(upstream_placement, host, agents, tmp_path):
+    write, path = host
+    vm1 = instance('vm1', **{HOST: {'VCPU': 2}, HOST + '_gpu0': {'VGPU': 1}})
+    description = env.describe_host(HOST, gpus=1, vfs=2, instances=[vm1])
+    write(description)
+    conf = env.write_conf(tmp_path / 'tracker.conf', upstream_placement, path, HOST)
+    once = env.run('tracker-agent', conf, '--once')
+    assert once.returncode == 0, once.stdout + once.stderr
+    placement = env.Placement(upstream_placement)
+    env.wait_for(env.converged(placement, description), timeout=5)
+
+    agent = agents(conf)
+    vm2 = instance('vm2', **{HOST: {'VCPU': 1}})
+    description = env.describe_host(HOST, gpus=2, vfs=1, instances=[vm2])
+    write(description)
+    env.wait_for(env.converged(placement, description), what='upstream follows the host')
+    assert agent.stop() == 0
+
+    vm3 = instance('vm3', **{HOST: {'VCPU': 1}})
+    description = env.describe_host(HOST, gpus=2, vfs=1, instances=[vm3])
+    write(description)
+    audit = env.run('tracker-audit', conf, '--json')
+    assert audit.returncode == 3
+    assert _kinds(json.loads(audit.stdout)) == [('allocation_missing', 'vm3'),
+                                                ('allocation_orphan', vm2['uuid'])]
+    assert env.run('tracker-audit', conf, '--fix').returncode == 0
+    assert env.run('tracker-audit', conf).returncode == 0
