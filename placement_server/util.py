@@ -128,7 +128,10 @@ def query_params(req, schema):
     Repeatable keys (member_of, required, ...) are read with
     ``req.GET.getall`` by the handler; this checks the key set and values.
     """
-    params = {k: req.GET.getall(k)[-1] for k in req.GET}
+    try:
+        params = {k: req.GET.getall(k)[-1] for k in req.GET}
+    except UnicodeDecodeError:
+        raise errors.BadRequest('Invalid query string parameters: not UTF-8')
     try:
         jsonschema.validate(params, schema, format_checker=FORMAT_CHECKER)
     except jsonschema.ValidationError as e:
