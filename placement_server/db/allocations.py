@@ -81,11 +81,18 @@ def _check_generation(request, consumer):
             % ('null' if have is None else have, 'null' if want is None else want))
 
 
-def _ensure_consumer(conn, request, existing):
-    """The consumer row, created or updated to the request's project/user/type."""
-    project = consumers.project_id(conn, request.project_id)
-    user = consumers.user_id(conn, request.user_id)
-    type_id = (consumers.consumer_type_id(conn, request.consumer_type)
+def _ensure_consumer(conn, request, existing, ids):
+    """The consumer row, created or updated to the request's project/user/type.
+
+    ``ids`` memoizes project/user/type ids across the consumers of a request.
+    """
+    def id_of(lookup, name):
+        if (lookup, name) not in ids:
+            ids[lookup, name] = lookup(conn, name)
+        return ids[lookup, name]
+    project = id_of(consumers.project_id, request.project_id)
+    user = id_of(consumers.user_id, request.user_id)
+    type_id = (id_of(consumers.consumer_type_id, request.consumer_type)
                if request.consumer_type else None)
     _check_generation(request, existing)
     if existing is None:
@@ -169,7 +176,8 @@ def write(conn, requests):
     provider_rows = _lock_providers(conn, wanted_rps)
     consumers.lock(conn, uuids)
     existing = consumers.get_many(conn, uuids)
-    held = [_ensure_consumer(conn, r, existing.get(r.consumer_uuid)) for r in requests]
+    ids = {}
+    held = [_ensure_consumer(conn, r, existing.get(r.consumer_uuid), ids) for r in requests]
 
     conn.execute(ALLOC.delete().where(ALLOC.c.consumer_id.in_(uuids)))
     claims = [(rp, rc, used) for r in requests
