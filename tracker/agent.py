@@ -67,6 +67,7 @@ class Agent(service.ServiceBase):
         self.cycles = 0
         self.last_result = None
         self._last_synced = None     # the snapshot placement was last made to match
+        self._provider_config = None  # operator overlays, built on first use
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._lock = threading.Lock()   # one cycle or audit at a time
@@ -89,6 +90,22 @@ class Agent(service.ServiceBase):
             from tracker.report_client import ReportClient
             self.client = ReportClient(conf=self.conf)
 
+    def discover(self):
+        """The host as the driver sees it, plus the operator's provider
+        config (re-read each time: editing it needs no restart)."""
+        from tracker.providers import config as provider_config
+        from tracker.providers import tree as tree_mod
+        snapshot = self.driver.discover()
+        if self._provider_config is None:
+            self._provider_config = provider_config.ProviderConfigSource(
+                self.conf.tracker.provider_config_location)
+        overlays = self._provider_config.load()
+        if overlays:
+            tree = tree_mod.as_tree(snapshot.providers)
+            provider_config.apply(overlays, tree, snapshot.root.uuid)
+            snapshot = dataclasses.replace(snapshot, providers=tree.providers())
+        return snapshot
+
     # -- one cycle --------------------------------------------------------
     def run_cycle(self):
         with self._lock:
@@ -107,7 +124,7 @@ class Agent(service.ServiceBase):
 
     def _cycle(self):
         try:
-            snapshot = self.driver.discover()
+            snapshot = self.discover()
         except Exception as exc:
             LOG.error('discovery failed: %s', exc)
             return CycleResult(False, bool(self.reachable),
@@ -178,7 +195,7 @@ class Agent(service.ServiceBase):
     def audit(self, fix=False, dry_run=False):
         with self._lock:
             self._ensure_parts()
-            snapshot = self.driver.discover()
+            snapshot = self.discover()
             report = audit_mod.audit(
                 snapshot, self.client, fix=fix, dry_run=dry_run,
                 authoritative=self.conf.tracker.authoritative_allocations)

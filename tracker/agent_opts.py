@@ -55,8 +55,10 @@ def host(conf):
 
 
 def register_opts(conf):
-    conf.register_opts(tracker_opts, group=GROUP)
+    for group, opts in list_opts():
+        conf.register_opts(opts, group=group)
 
 
 def list_opts():
-    return [(GROUP, tracker_opts)]
+    from tracker.providers import config as provider_config
+    return [(GROUP, tracker_opts + provider_config.opts)]

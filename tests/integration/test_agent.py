@@ -265,3 +265,27 @@ def test_against_upstream_placement(upstream_placement, host, agents, tmp_path):
                                                 ('allocation_orphan', vm2['uuid'])]
     assert env.run('tracker-audit', conf, '--fix').returncode == 0
     assert env.run('tracker-audit', conf).returncode == 0
+
+
+def test_operator_provider_config_is_reported_and_audited(server, host, tmp_path):
+    write, path = host
+    description = env.describe_host(HOST, gpus=1)
+    write(description)
+    overlays = tmp_path / 'provider_config'
+    overlays.mkdir()
+    (overlays / 'licences.yaml').write_text(
+        "meta: {schema_version: '1.0'}\n"
+        "providers:\n"
+        "  - identification: {uuid: $COMPUTE_NODE}\n"
+        "    inventories:\n"
+        "      additional: [{CUSTOM_DB_LICENSE: {total: 4}}]\n"
+        "    traits: {additional: [CUSTOM_GOLD]}\n")
+    conf = env.write_conf(tmp_path / 'tracker.conf', server.url, path, HOST,
+                          provider_config_location=str(overlays))
+    once = env.run('tracker-agent', conf, '--once')
+    assert once.returncode == 0, once.stderr
+    tree = env.Placement(server.url).tree(HOST)
+    assert tree[HOST]['inventories']['CUSTOM_DB_LICENSE'] == 4
+    assert 'CUSTOM_GOLD' in tree[HOST]['traits']
+    audit = env.run('tracker-audit', conf)
+    assert audit.returncode == 0, audit.stdout
