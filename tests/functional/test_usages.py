@@ -101,7 +101,14 @@ def test_usages_by_consumer_type_from_1_38(api, cn):
     assert usages('&consumer_type=NOSUCH') == {}
 
 
-def test_usages_need_admin(api, cn):
+def test_usages_need_admin_or_a_reader_of_the_project(api, cn):
+    claim(api, cn, {'VCPU': 2}, 'p1', 'u1')
     assert api.get('/usages?project_id=p1', version=V, token='alice:p1').status_int == 403
+    reader = {'X-Roles': 'reader'}
+    resp = api.get('/usages?project_id=p1', version=V, token='alice:p1', headers=reader)
+    assert resp.status_int == 200
+    assert resp.json == {'usages': {'unknown': {'VCPU': 2, 'consumer_count': 1}}}
+    assert api.get('/usages?project_id=p2', version=V, token='alice:p1',
+                   headers=reader).status_int == 403
     assert api.get('/resource_providers/%s/usages' % cn, version=V,
                    token='alice:p1').status_int == 403
