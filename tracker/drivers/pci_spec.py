@@ -5,10 +5,11 @@ nova's [pci] device_spec::
 
     {"vendor_id": "8086", "product_id": "10ed",
      "address": "0000:81:*.*", "resource_class": "SRIOV_NET_VF",
-     "traits": "CUSTOM_PHYSNET_A,HW_NIC_SRIOV"}
+     "traits": "CUSTOM_X,HW_NIC_SRIOV", "physical_network": "physnet1"}
 
 A device is reported when a spec matches it; the first matching spec
-decides its resource class and traits.
+decides its resource class and traits (physical_network adds the trait
+CUSTOM_PHYSNET_<NAME>). Names that are not standard become CUSTOM_ ones.
 """
 import fnmatch
 import json
@@ -20,9 +21,11 @@ import os_traits
 from tracker.drivers.errors import DiscoveryError
 
 _MATCH_KEYS = ('vendor_id', 'product_id', 'address')
+# managed / remote_managed say how nova attaches a device: accepted so a
+# nova device_spec can be reused as is, but nothing to report.
 _KNOWN_KEYS = set(_MATCH_KEYS) | {'resource_class', 'traits',
                                   'physical_network', 'managed',
-                                  'remote_managed', 'devname'}
+                                  'remote_managed'}
 _HEX4 = re.compile(r'^(\*|[0-9a-f]{1,4})$')
 
 
@@ -89,6 +92,9 @@ class DeviceSpec:
         if isinstance(traits, str):
             traits = [t for t in traits.split(',') if t.strip()]
         self.traits = {trait(t) for t in traits}
+        if entry.get('physical_network'):
+            # the trait neutron puts on providers of a physnet
+            self.traits.add(custom_name('PHYSNET_' + entry['physical_network']))
 
     @staticmethod
     def _hex_id(entry, key):

@@ -11,10 +11,12 @@ import os
 import libvirt
 import pytest
 
+from tracker.drivers import cpu_traits
 from tracker.drivers import load_driver
 from tracker.drivers.errors import DiscoveryError
 from tracker.drivers.host import disk
 from tracker.drivers.layout import device_uuid, numa_uuid, root_uuid
+from tracker.drivers.libvirt import LibvirtDriver, parse
 from tracker.providers.provider import Provider, inventory
 
 HOST_XML = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir,
@@ -28,8 +30,8 @@ GPU2 = device_uuid('node1', '0000:42:00.0')
 SHARED = '5a1e7c0c-0000-4000-8000-5ba4ed5707a9'
 PROJECT = '7e9f1a2b3c4d4e5f8a9b0c1d2e3f4a5b'
 USER = 'a0e4d2c4f3b84f5c9a5e0d1f2b3c4d5e'
-LOCAL, VOLUME, PCI, MDEV = ('a1b2c3d4-0000-4000-8000-00000000000%d' % n
-                            for n in (1, 2, 3, 4))
+LOCAL, VOLUME, PCI, MDEV, STOPPED = (
+    'a1b2c3d4-0000-4000-8000-00000000000%d' % n for n in (1, 2, 3, 4, 5))
 
 
 @pytest.fixture
@@ -220,3 +222,70 @@ def test_unknown_images_pool_is_a_clear_error(devices_host):
     with pytest.raises(DiscoveryError,
                        match=r"\[libvirt\] images_pool 'nope' does not exist"):
         load_driver(devices_host, 'libvirt').discover()
+
+
+def test_stopped_instance_keeps_its_claims_and_pool_volumes_count(
+        devices_host):
+    """A defined but shut-off domain still holds its resources (as in
+    nova); a type='volume' disk counts when its pool is the images pool."""
+    driver = load_driver(devices_host, 'libvirt')
+    driver.discover()
+    domain = driver.connection.defineXML("""
+      <domain type='test'>
+        <name>stopped</name><uuid>%s</uuid>
+        <memory unit='MiB'>512</memory><vcpu>1</vcpu>
+        <os><type>hvm</type></os>
+        <devices>
+          <disk type='volume' device='disk'>
+            <source pool='instances' volume='pci-disk'/>
+            <target dev='vda' bus='virtio'/></disk>
+          <disk type='volume' device='disk'>
+            <source pool='cinder-volumes' volume='volume-1'/>
+            <target dev='vdb' bus='virtio'/></disk>
+        </devices>
+      </domain>""" % STOPPED)
+    assert not domain.isActive()
+
+    snapshot = driver.discover()
+
+    assert allocations(snapshot)[STOPPED] == {
+        ROOT: {'VCPU': 1, 'MEMORY_MB': 512, 'DISK_GB': 10}}
+
+
+# A capabilities <cpu> as a real host reports it: a named model plus the
+# features beyond it.
+CAPABILITIES = """<capabilities><host>
+  <cpu>
+    <arch>x86_64</arch>
+    <model>Skylake-Client</model>
+    <vendor>Intel</vendor>
+    <feature name='vmx'/>
+    <feature name='pdpe1gb'/>
+  </cpu>
+</host></capabilities>"""
+
+
+def test_cpu_model_is_expanded_into_traits():
+    conn = libvirt.open('test:///default')
+    caps = parse.Capabilities(CAPABILITIES)
+
+    features = LibvirtDriver.cpu_features(conn, caps)
+
+    assert {'avx2', 'aes', 'sse4.2', 'vmx', 'pdpe1gb'} <= features
+    assert {'HW_CPU_X86_AVX2', 'HW_CPU_X86_AESNI', 'HW_CPU_X86_SSE42',
+            'HW_CPU_X86_VMX', 'HW_CPU_X86_PDPE1GB', 'HW_CPU_X86_FMA3'} <= \
+        cpu_traits.traits_for_flags(features)
+    assert 'HW_CPU_X86_AVX512F' not in cpu_traits.traits_for_flags(features)
+
+
+def test_base_pages_are_not_huge_pages(conf):
+    """test:///default's cell 1 has 8 KiB base pages and no huge pages."""
+    conf.set_override('connection_uri', 'test:///default', 'libvirt')
+    conf.set_override('numa_providers', True, 'compute')
+    conf.set_override('reserve_huge_pages', True, 'host')
+    conf.set_override('reserved_host_memory_mb', 0, 'compute')
+
+    snapshot = load_driver(conf, 'libvirt').discover()
+
+    assert [p.inventories['MEMORY_MB']['reserved']
+            for p in snapshot.providers[1:]] == [0, 0]

@@ -96,17 +96,36 @@ class LibvirtDriver(base.Driver):
 
     def host_facts(self, conn):
         info = conn.getInfo()
-        arch, features, nodes = parse.capabilities(conn.getCapabilities())
+        caps = parse.Capabilities(conn.getCapabilities())
+        nodes = caps.numa_nodes
         if not nodes:
             nodes = host_numa.read_nodes(self._paths())
         host = facts.HostFacts(
             hostname=self.conf.compute.host or conn.getHostname(),
             cpus=list(range(info[2])), memory_mb=info[1],
-            disk_gb=self.disk_gb(conn), cpu_flags=features, arch=arch,
+            disk_gb=self.disk_gb(conn), cpu_flags=self.cpu_features(conn, caps),
+            arch=caps.arch,
             huge_pages_mb=sum(n.huge_pages_mb for n in nodes),
             numa_nodes=nodes)
         self._devices(conn, host)
         return host
+
+    @staticmethod
+    def cpu_features(conn, caps):
+        """Every feature of the host CPU: its model's, expanded by libvirt,
+        plus the extra ones capabilities list."""
+        if caps.cpu_xml is None:
+            return caps.cpu_features
+        try:
+            expanded = conn.baselineCPU(
+                [caps.cpu_xml], libvirt.VIR_CONNECT_BASELINE_CPU_EXPAND_FEATURES)
+        except libvirt.libvirtError as exc:
+            if exc.get_error_code() != libvirt.VIR_ERR_NO_SUPPORT:
+                raise
+            LOG.warning('libvirt cannot expand the CPU model; CPU traits '
+                        'come from the extra features only')
+            return caps.cpu_features
+        return parse.cpu_features(expanded) | caps.cpu_features
 
     def _paths(self):
         return sysfs.HostPaths(self.conf.host.sysfs_root,

@@ -41,26 +41,48 @@ def address_of(element):
 
 # -- host ------------------------------------------------------------------
 
-def capabilities(text):
-    """(arch, cpu feature names, [NumaNode]) from getCapabilities()."""
-    root = _xml(text, 'capabilities')
-    cpu = root.find('host/cpu')
-    arch = cpu.findtext('arch', 'x86_64') if cpu is not None else 'x86_64'
-    features = ({f.get('name') for f in cpu.findall('feature')}
-                if cpu is not None else set())
+class Capabilities:
+    """What getCapabilities() says of the host."""
+
+    def __init__(self, text):
+        root = _xml(text, 'capabilities')
+        cpu = root.find('host/cpu')
+        self.arch = (cpu.findtext('arch', 'x86_64') if cpu is not None
+                     else 'x86_64')
+        # With a named model, libvirt lists only the features beyond it;
+        # ``cpu_xml`` is what to expand (baselineCPU) for the full list.
+        self.cpu_xml = (ET.tostring(cpu, encoding='unicode')
+                        if cpu is not None and cpu.find('model') is not None
+                        else None)
+        self.cpu_features = _features(cpu) if cpu is not None else set()
+        self.numa_nodes = _numa_nodes(root)
+
+
+def cpu_features(text):
+    """Feature names a <cpu> document has (not those it disables)."""
+    return _features(_xml(text, 'cpu'))
+
+
+def _features(cpu):
+    return {f.get('name') for f in cpu.findall('feature')
+            if f.get('policy', 'require') in ('require', 'force')}
+
+
+def _numa_nodes(root):
     nodes = []
     for cell in root.findall('host/topology/cells/cell'):
         memory = cell.find('memory')
-        huge_kib = sum(int(p.get('size')) * int(p.text)
-                       for p in cell.findall('pages')
-                       if p.text and int(p.get('size')) > 4)
+        # (size KiB, count); the smallest size is the base page, not huge.
+        pages = sorted((int(p.get('size')), int(p.text or 0))
+                       for p in cell.findall('pages'))
+        huge_kib = sum(size * count for size, count in pages[1:])
         nodes.append(facts.NumaNode(
             id=int(cell.get('id')),
             cpus=[int(c.get('id')) for c in cell.findall('cpus/cpu')],
             memory_mb=(to_bytes(memory) // facts.MiB
                        if memory is not None else 0),
             huge_pages_mb=huge_kib // 1024))
-    return arch, features, nodes
+    return nodes
 
 
 def pci_device(text):
