@@ -76,9 +76,8 @@ class Layout:
         self.numa = {}            # node id -> Provider
         self.devices = {}         # PCI address -> (provider uuid, rc)
         self.gpus = {}            # GPU address -> provider uuid
+        self._device_children = {}  # owner PCI address -> Provider
         self._used = {}           # NUMA provider uuid -> {rc: used}
-        self.children = []
-        self._by_uuid = {}
         self._mdev_parents = {m.uuid: m.parent for m in facts.mdevs}
         compute = conf.compute
         self.sharing_uuid = compute.shared_storage_provider_uuid
@@ -89,7 +88,10 @@ class Layout:
 
     @property
     def providers(self):
-        return [self.root] + self.children
+        """Root, NUMA nodes by id, then devices by address."""
+        return ([self.root] + [self.numa[n] for n in sorted(self.numa)]
+                + [self._device_children[a]
+                   for a in sorted(self._device_children)])
 
     # -- the tree ----------------------------------------------------------
 
@@ -119,8 +121,7 @@ class Layout:
         return reserved
 
     def _reserve_huge_pages(self):
-        host = getattr(self.conf, 'host', None)
-        return bool(host and host.reserve_huge_pages)
+        return self.conf.host.reserve_huge_pages
 
     def _build_numa(self):
         compute = self.conf.compute
@@ -139,16 +140,14 @@ class Layout:
             _add(child, 'MEMORY_MB', node.memory_mb, mem_reserved,
                  compute.ram_allocation_ratio)
             self.numa[node.id] = child
-            self.children.append(child)
 
     def _device_provider(self, address):
-        uuid = device_uuid(self.host, address)
-        if uuid not in self._by_uuid:
-            self._by_uuid[uuid] = Provider(
-                uuid=uuid, name='%s_%s' % (self.host, address),
+        if address not in self._device_children:
+            self._device_children[address] = Provider(
+                uuid=device_uuid(self.host, address),
+                name='%s_%s' % (self.host, address),
                 parent_uuid=self.root.uuid)
-            self.children.append(self._by_uuid[uuid])
-        return self._by_uuid[uuid]
+        return self._device_children[address]
 
     def _build_devices(self):
         specs = pci_spec.DeviceSpecList(self.conf.pci.device_spec)
@@ -181,11 +180,6 @@ class Layout:
             if rc == 'SRIOV_NET_VF':
                 child.traits.add('HW_NIC_SRIOV')
             self.devices[address] = (child.uuid, rc)
-        self.children.sort(key=lambda p: (p.uuid not in self._numa_uuids(),
-                                          p.name))
-
-    def _numa_uuids(self):
-        return {p.uuid for p in self.numa.values()}
 
     def _add_gpu(self, device, mdev_type):
         existing = sum(1 for m in self.facts.mdevs
