@@ -266,7 +266,11 @@ class ProviderSync:
             for consumer, amounts in held.items():
                 if any(amounts.get(m.rc) for m in moves if m.source == source):
                     consumers[consumer] = alloc_mod.get_consumer(self.http, consumer)
-        body = reshape.plan(moves, wanted, self.known, consumers, self.instances)
+        try:
+            body = reshape.plan(moves, wanted, self.known, consumers, self.instances)
+        except errors.InventoryInUse as e:     # the new providers are too small
+            self.result.errors.append(e)
+            return False
         resp = self.http.request('POST', '/reshaper', body)
         if resp.code == errors.CONCURRENT_UPDATE:
             self.result.conflicts += 1
