@@ -264,6 +264,33 @@ def test_real_sys(conf):
     assert snapshot.instances == []
 
 
+def test_real_sys_devices_and_numa_nodes(conf):
+    """Every real PCI function chosen, real NUMA nodes as providers."""
+    conf.set_override('instances_path', '/', 'compute')
+    conf.set_override('device_spec', ['{}'], 'pci')
+    conf.set_override('numa_providers', True, 'compute')
+
+    snapshot = load_driver(conf, 'host').discover()
+
+    nodes = sorted(n for n in os.listdir('/sys/devices/system/node')
+                   if n.startswith('node') and n[4:].isdigit())
+    numa = snapshot.providers[1:1 + len(nodes)]
+    assert [p.name.rsplit('_', 1)[1] for p in numa] == \
+        ['NUMA' + n[4:] for n in nodes]
+    assert sum(p.inventories['VCPU']['total'] for p in numa) == \
+        psutil.cpu_count()
+    # every function gets a provider, except VFs (counted on their PF)
+    pci = '/sys/bus/pci/devices'
+    vfs = {a for a in os.listdir(pci)
+           if os.path.exists(os.path.join(pci, a, 'physfn'))}
+    devices = snapshot.providers[1 + len(nodes):]
+    assert [p.name for p in devices] == [
+        '%s_%s' % (snapshot.hostname, a)
+        for a in sorted(set(os.listdir(pci)) - vfs)]
+    assert len(devices) > 0
+    assert {p.parent_uuid for p in devices} == {snapshot.root.uuid}
+
+
 @pytest.mark.parametrize('spec, message', [
     ('{"vendor_id": ', 'not valid JSON'),
     ('{"vendor": "8086"}', 'unknown keys vendor'),
