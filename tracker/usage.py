@@ -1,4 +1,6 @@
 """A provider tree with its usage, as an operator reads it."""
+import textwrap
+
 from tracker.audit import normalize_allocations
 
 
@@ -26,13 +28,13 @@ def format_tree(providers, allocations):
 
     def show(provider, depth):
         pad = '  ' * depth
-        extra = []
-        if provider.traits:
-            extra.append('traits: %s' % ', '.join(sorted(provider.traits)))
-        if provider.aggregates:
-            extra.append('aggregates: %s' % ', '.join(sorted(provider.aggregates)))
-        lines.append('%s%s (%s)%s' % (pad, provider.name, provider.uuid,
-                                      ''.join('; ' + e for e in extra)))
+        lines.append('%s%s (%s)' % (pad, provider.name, provider.uuid))
+        for label, values in (('traits', provider.traits),
+                              ('aggregates', provider.aggregates)):
+            if values:
+                lines.extend(textwrap.wrap(
+                    '%s: %s' % (label, ' '.join(sorted(values))), width=79,
+                    initial_indent=pad + '  ', subsequent_indent=pad + '    '))
         used = usage.get(provider.uuid, {})
         for rc, inv in sorted(provider.inventories.items()):
             capacity = int((inv['total'] - inv.get('reserved', 0))
