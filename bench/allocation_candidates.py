@@ -12,9 +12,10 @@ nested  compute nodes with two NUMA children and two device children each
 Then, at microversion ``latest`` with randomize_allocation_candidates on:
 the query is timed twice; allocations are written from candidates (99 flat,
 10 nested), timing the query twice after each; then 500 requests at
-concurrency 10 give the latency distribution and throughput. The writes
-carry consumer_type, which 1.38+ requires (the gate's script omits it, so
-there its writes are refused and nothing is allocated).
+concurrency 10 (in 5 rounds of 100, alternating between the servers, which
+are both up and otherwise interleaved call by call) give the latency
+distribution and throughput. The writes carry consumer_type, which 1.38+
+requires (the gate's script omits it, so there its writes are refused).
 
     .venv/bin/python bench/allocation_candidates.py --engine sqlite \\
         --engine postgresql --providers 1000 --providers 10000 --workers 2
@@ -44,7 +45,7 @@ QUERIES = {
 }
 ALLOCATIONS = {'flat': 99, 'nested': 10}
 TREE_SIZE = 7
-REQUESTS, CONCURRENCY = 500, 10
+REQUESTS, CONCURRENCY, ROUNDS = 500, 10, 5
 
 
 def load_writers(client):
@@ -119,43 +120,58 @@ def _expect(timed):
 def workload(shape, providers):
     query = '/allocation_candidates?' + QUERIES[shape]
 
-    def run(client):
-        result = {}
-        start = time.perf_counter()
-        expected = (load_flat if shape == 'flat' else load_nested)(client, providers)
-        result['load_seconds'] = round(time.perf_counter() - start, 1)
-        listed = _expect(client.call('GET', '/resource_providers', version='latest'))
-        result['providers'] = len(listed.json()['resource_providers'])
-        if result['providers'] < expected:
-            raise RuntimeError('only %d of %d providers were created'
-                               % (result['providers'], expected))
-        timed = harness.Samples()
-        writes = harness.Samples()
+    def run(clients):
+        results = {name: {} for name in clients}
+        for name, client in clients.items():
+            result = results[name]
+            start = time.perf_counter()
+            expected = (load_flat if shape == 'flat' else load_nested)(client, providers)
+            result['load_seconds'] = round(time.perf_counter() - start, 1)
+            listed = _expect(client.call('GET', '/resource_providers', version='latest'))
+            result['providers'] = len(listed.json()['resource_providers'])
+            if result['providers'] < expected:
+                raise RuntimeError('%s: only %d of %d providers were created'
+                                   % (name, result['providers'], expected))
+            first = _expect(client.call('GET', query, version='latest')).json()
+            result['candidates'] = len(first['allocation_requests'])
+        timed = {name: harness.Samples() for name in clients}
+        writes = {name: harness.Samples() for name in clients}
+        loaded = {name: harness.Samples() for name in clients}
+        walls = {name: 0.0 for name in clients}
 
-        def time_candidates():
+        def in_turn(i):
+            return sorted(clients, reverse=bool(i % 2))
+
+        def time_candidates(i):
             for _ in range(2):
-                timed.add(*client.call('GET', query, version='latest'))
-        time_candidates()
-        first = _expect(client.call('GET', query, version='latest')).json()
-        result['candidates'] = len(first['allocation_requests'])
-        for _ in range(ALLOCATIONS[shape]):
-            resp = _expect(client.call('GET', query + '&limit=5', version='latest'))
-            body = dict(resp.json()['allocation_requests'][0],
-                        consumer_generation=None, consumer_type='INSTANCE',
-                        project_id=str(uuid.uuid4()),
-                        user_id=str(uuid.uuid4()))
-            writes.add(*client.call('PUT', '/allocations/%s' % uuid.uuid4(), body,
-                                    version='latest'))
-            time_candidates()
-        result['timed candidates'] = timed.summary()
-        result['allocation writes'] = writes.summary()
-        loaded = harness.Samples()
-        responses, wall = harness.concurrently(
-            lambda: loaded.add(*client.call('GET', query, version='latest')),
-            REQUESTS, CONCURRENCY)
-        result['candidates under load'] = loaded.summary()
-        result['throughput_rps'] = round(REQUESTS / wall, 1)
-        return result
+                for name in in_turn(i):
+                    timed[name].add(*clients[name].call('GET', query, version='latest'))
+
+        time_candidates(0)
+        for i in range(ALLOCATIONS[shape]):
+            for name in in_turn(i):
+                client = clients[name]
+                resp = _expect(client.call('GET', query + '&limit=5', version='latest'))
+                body = dict(resp.json()['allocation_requests'][0],
+                            consumer_generation=None, consumer_type='INSTANCE',
+                            project_id=str(uuid.uuid4()), user_id=str(uuid.uuid4()))
+                writes[name].add(*client.call('PUT', '/allocations/%s' % uuid.uuid4(), body,
+                                              version='latest'))
+            time_candidates(i + 1)
+        # The concurrent run in rounds, alternating servers between rounds.
+        for i in range(ROUNDS):
+            for name in in_turn(i):
+                client, samples = clients[name], loaded[name]
+                _, wall = harness.concurrently(
+                    lambda: samples.add(*client.call('GET', query, version='latest')),
+                    REQUESTS // ROUNDS, CONCURRENCY)
+                walls[name] += wall
+        for name, result in results.items():
+            result['timed candidates'] = timed[name].summary()
+            result['allocation writes'] = writes[name].summary()
+            result['candidates under load'] = loaded[name].summary()
+            result['throughput_rps'] = round(REQUESTS / walls[name], 1)
+        return results
     return run
 
 

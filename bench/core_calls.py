@@ -1,6 +1,6 @@
 """Core calls, ours against upstream (issue 2).
 
-One client, one call at a time, on each server in turn:
+One client, one call at a time, alternating between the two servers:
   create provider   POST /resource_providers                x N
   set inventory     PUT  /resource_providers/{u}/inventories x N
   claim             PUT  /allocations/{consumer}             x N (one per provider)
@@ -31,35 +31,43 @@ INVENTORY = {'VCPU': {'total': 32, 'max_unit': 32},
 
 
 def workload(providers, list_repeats):
-    def run(client):
-        samples = {call: harness.Samples() for call in CALLS}
+    def run(clients):
+        samples = {name: {call: harness.Samples() for call in CALLS} for name in clients}
         uuids = [str(uuid.uuid4()) for _ in range(providers)]
-        for rp in uuids:
-            samples['create provider'].add(*client.call(
-                'POST', '/resource_providers', {'uuid': rp, 'name': 'cn-' + rp}))
-        if samples['create provider'].ok():
-            for rp in uuids:
-                samples['set inventory'].add(*client.call(
-                    'PUT', '/resource_providers/%s/inventories' % rp,
-                    {'resource_provider_generation': 0, 'inventories': INVENTORY}))
-        if samples['set inventory'].ok():
+
+        def each(call, requests, check=None):
+            """Send request i to every server in turn, for each i."""
+            for i, (method, path, body) in enumerate(requests):
+                for name in (sorted(clients) if i % 2 else sorted(clients, reverse=True)):
+                    resp = samples[name][call].add(*clients[name].call(method, path, body))
+                    if check:
+                        check(resp)
+
+        def ok(call):
+            return all(samples[name][call].ok() for name in clients)
+
+        each('create provider', [('POST', '/resource_providers',
+                                  {'uuid': rp, 'name': 'cn-' + rp}) for rp in uuids])
+        if ok('create provider'):
+            each('set inventory', [('PUT', '/resource_providers/%s/inventories' % rp,
+                                    {'resource_provider_generation': 0,
+                                     'inventories': INVENTORY}) for rp in uuids])
+        if ok('set inventory'):
             project, user = str(uuid.uuid4()), str(uuid.uuid4())
-            for rp in uuids:
-                body = {'allocations': {rp: {'resources': {'VCPU': 2, 'MEMORY_MB': 4096}}},
-                        'consumer_generation': None, 'consumer_type': 'INSTANCE',
-                        'project_id': project, 'user_id': user}
-                samples['claim allocation'].add(*client.call(
-                    'PUT', '/allocations/%s' % uuid.uuid4(), body))
-        if samples['create provider'].ok():
-            for _ in range(list_repeats):
-                resp = samples['list providers'].add(*client.call('GET', '/resource_providers'))
-                _check_count(resp, providers)
-        if samples['set inventory'].ok():
-            for _ in range(list_repeats):
-                resp = samples['list providers by resources'].add(*client.call(
-                    'GET', '/resource_providers?resources=VCPU:4,MEMORY_MB:8192'))
-                _check_count(resp, providers)
-        return {call: s.summary() for call, s in samples.items()}
+            each('claim allocation', [
+                ('PUT', '/allocations/%s' % uuid.uuid4(),
+                 {'allocations': {rp: {'resources': {'VCPU': 2, 'MEMORY_MB': 4096}}},
+                  'consumer_generation': None, 'consumer_type': 'INSTANCE',
+                  'project_id': project, 'user_id': user}) for rp in uuids])
+        if ok('create provider'):
+            each('list providers', [('GET', '/resource_providers', None)] * list_repeats,
+                 lambda resp: _check_count(resp, providers))
+        if ok('set inventory'):
+            each('list providers by resources',
+                 [('GET', '/resource_providers?resources=VCPU:4,MEMORY_MB:8192', None)]
+                 * list_repeats, lambda resp: _check_count(resp, providers))
+        return {name: {call: s.summary() for call, s in per.items()}
+                for name, per in samples.items()}
     return run
 
 

@@ -3,12 +3,13 @@
 Both run as real gunicorn processes with the same command line (sync
 workers, same count; tests/upstream.py builds it), each on its own fresh
 database of the same engine (SQLite file or PostgreSQL database), with
-the same options. A workload is a function ``workload(client) -> dict``
-run once per server; ``side_by_side`` runs it on both and the report
-functions turn the samples into latency distributions and ratios
-(upstream / ours: above 1 means ours is faster).
+the same options. Both are up at once and a workload interleaves them
+call by call (``side_by_side``), so the noise of a shared machine weighs
+on both alike; the report functions turn the samples into latency distributions and ratios (upstream / ours for
+latency, ours / upstream for throughput: above 1 means ours is better).
 """
 import concurrent.futures
+import contextlib
 import json
 import os
 import statistics
@@ -159,24 +160,31 @@ def concurrently(fn, count, concurrency):
     return results, time.perf_counter() - start
 
 
-def run_one(server_name, engine, workload, workers, options=None, workdir=None):
-    """Start one server on a fresh database, run the workload, stop it."""
-    workdir = workdir or tempfile.mkdtemp(prefix='bench-%s-' % server_name)
-    with ScratchDatabase(engine, workdir, server_name) as db:
-        server = SERVERS[server_name](db.url, workdir, workers=workers, options=options)
-        with server:
-            client = Client(server)
-            try:
-                result = workload(client)
-            except Exception as e:  # noqa: BLE001 - a missing endpoint is a result
-                result = {'error': '%s: %s' % (type(e).__name__, e)}
-            result['rss_mib_per_worker'] = client.rss_per_worker()
-    return result
-
-
 def side_by_side(engine, workload, workers, options=None, servers=('ours', 'upstream')):
-    """{server name: workload result} on ``engine``, one server at a time."""
-    return {name: run_one(name, engine, workload, workers, options) for name in servers}
+    """Run ``workload`` against the servers, all up at once.
+
+    Each server gets its own fresh database on ``engine``.
+    ``workload(clients)`` gets {name: Client} and returns {name: result};
+    it interleaves the servers call by call, so that whatever else the
+    machine is doing weighs on both alike. Returns the results with each
+    server's RSS per worker added.
+    """
+    workdir = tempfile.mkdtemp(prefix='bench-')
+    with contextlib.ExitStack() as stack:
+        clients = {}
+        for name in servers:
+            db = stack.enter_context(ScratchDatabase(engine, workdir, name))
+            server = SERVERS[name](db.url, os.path.join(workdir, name),
+                                   workers=workers, options=options)
+            stack.enter_context(server)
+            clients[name] = Client(server)
+        try:
+            results = workload(clients)
+        except Exception as e:  # noqa: BLE001 - a missing endpoint is a result
+            results = {name: {'error': '%s: %s' % (type(e).__name__, e)} for name in clients}
+        for name, client in clients.items():
+            results.setdefault(name, {})['rss_mib_per_worker'] = client.rss_per_worker()
+    return results
 
 
 def ratio(theirs, ours):
