@@ -119,3 +119,17 @@ def test_policy_generator_entry_point_reads_the_operator_file(tmp_path):
     assert result.returncode == 0, result.stderr
     assert '"placement:traits:list": "role:reader"' in result.stdout
     assert '"placement:traits:show": "rule:admin_or_service_api"' in result.stdout
+
+
+def test_the_committed_policy_sample_is_current(tmp_path):
+    top = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = tmp_path / 'policy.yaml.sample'
+    result = subprocess.run([os.path.join(BIN, 'oslopolicy-sample-generator'),
+                             '--config-file', os.path.join(top, 'etc/placement-policy-generator.conf'),
+                             '--output-file', str(out)],
+                            capture_output=True, text=True, timeout=60, cwd=top)
+    assert result.returncode == 0, result.stderr
+    with open(os.path.join(top, 'etc/policy.yaml.sample')) as f:
+        assert out.read_text() == f.read(), (
+            'etc/policy.yaml.sample is stale: run oslopolicy-sample-generator '
+            '--config-file etc/placement-policy-generator.conf')
