@@ -26,7 +26,9 @@ _X86_ALIASES = {
     'VIRTSSBD': 'AMD_VIRT_SSBD',
     'SEV': 'AMD_SEV',
     'SEVES': 'AMD_SEV_ES',
-    'AMXBF16': 'AMXBF16',
+    'VAES': 'AVX512VAES',
+    'GFNI': 'AVX512GFNI',
+    'VPCLMULQDQ': 'AVX512VPCLMULQDQ',
 }
 
 _KNOWN = frozenset(os_traits.get_traits('HW_CPU_'))
