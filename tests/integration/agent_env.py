@@ -10,7 +10,7 @@ import uuid as uuidlib
 import requests
 import yaml
 
-from tracker.drivers.layout import root_uuid
+from tracker.drivers.layout import root_uuid  # noqa: F401 (tests use it)
 
 BIN = os.path.dirname(sys.executable)
 RABBIT = 'rabbit://guest:guest@127.0.0.1:5672/'

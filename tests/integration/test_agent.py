@@ -289,3 +289,55 @@ def test_operator_provider_config_is_reported_and_audited(server, host, tmp_path
     assert 'CUSTOM_GOLD' in tree[HOST]['traits']
     audit = env.run('tracker-audit', conf)
     assert audit.returncode == 0, audit.stdout
+
+
+def test_aggregate_sync_survives_the_agent_and_reruns(placement_servers, host, agents,
+                                                      tmp_path):
+    db = 'sqlite:///%s' % (tmp_path / 'placement.sqlite')
+    server = placement_servers(db)[0]
+    write, path = host
+    write(env.describe_host(HOST))
+    conf = env.write_conf(tmp_path / 'tracker.conf', server.url, path, HOST)
+    agent = agents(conf)
+    placement = env.Placement(server.url)
+    root = env.root_uuid(HOST)
+    env.wait_for(lambda: root in [p['uuid'] for p in placement.providers()])
+
+    rack, ssd = '5f0a3e4e-8c1b-4a57-9d0c-7e1f2a3b4c5d', '0b9d2c6e-3f41-4e8a-a2d7-6c5b4a3f2e1d'
+    agg_file = tmp_path / 'aggregates.yaml'
+    agg_file.write_text('aggregates:\n'
+                        '  - {name: rack-a, uuid: %s, hosts: [%s]}\n'
+                        '  - {name: ssd, uuid: %s, hosts: []}\n' % (rack, HOST, ssd))
+
+    def members():
+        return set(placement.get('/resource_providers/%s/aggregates' % root)['aggregates'])
+
+    out = env.run('tracker-manage', conf, 'aggregates', 'add-host', ssd, HOST)
+    assert out.returncode == 0, out.stderr
+    assert members() == {ssd}
+    out = env.run('tracker-manage', conf, 'aggregates', 'sync', '--file', str(agg_file))
+    assert out.returncode == 0, out.stderr
+    assert '%s in rack-a' % HOST in out.stdout
+    assert members() == {rack}
+
+    time.sleep(3)                       # agent cycles keep the membership
+    assert members() == {rack}
+    audit = env.run('tracker-audit', conf)
+    assert audit.returncode == 0, audit.stdout
+    assert 'kept, written by others' in audit.stdout
+
+    out = env.run('tracker-manage', conf, 'aggregates', 'remove-host', 'rack-a', HOST,
+                  '--file', str(agg_file))
+    assert out.returncode == 0, out.stderr
+    assert members() == set()
+
+    # Placement down: a warning, exit 1; rerun once it is back: reconciled.
+    agent.stop()
+    server.stop()
+    out = env.run('tracker-manage', conf, 'aggregates', 'sync', '--file', str(agg_file))
+    assert out.returncode == 1
+    assert 'run the sync again' in out.stdout
+    server = placement_servers(db, port=server.port, sync_db=False)[0]
+    out = env.run('tracker-manage', conf, 'aggregates', 'sync', '--file', str(agg_file))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert members() == {rack}
