@@ -76,7 +76,8 @@ pci_opts = [
                          'devices to report, like nova\'s [pci] '
                          'device_spec: vendor_id, product_id, address (glob '
                          'or {domain,bus,slot,function}), and optionally '
-                         'resource_class and traits.'),
+                         'resource_class, traits and physical_network '
+                         '(adds the trait CUSTOM_PHYSNET_<NAME>).'),
 ]
 
 devices_opts = [
