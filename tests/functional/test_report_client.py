@@ -208,6 +208,12 @@ def test_removing_allocated_inventory_is_reported_not_retried(placement):
     inventories = get(placement, '/resource_providers/%s/inventories' % ROOT)['inventories']
     assert inventories['VCPU']['total'] == 16        # kept
     assert inventories['MEMORY_MB']['total'] == 16384  # the rest was written
+    # while the allocation stays, each sync tries once and reports again
+    marker = placement.count()
+    result = client.sync(desired)
+    assert [type(e) for e in result.errors] == [errors.InventoryInUse]
+    assert result.updated == {}
+    assert [m for m, _ in placement.since(marker)] == ['PUT', 'GET']
 
 
 def test_reshape_moves_vgpu_and_its_allocations_in_one_post(placement):

@@ -165,6 +165,9 @@ class ProviderSync:
                 continue
             if resp.code == errors.INVENTORY_INUSE:
                 resp = self.keep_in_use(change)
+                if resp is None:      # nothing else changed in the inventory
+                    change = dataclasses.replace(change, fields=change.fields[1:])
+                    continue
             if not resp.ok:
                 self.result.errors.append(resources.unexpected(
                     resp, 'writing %s of provider %s' % (field, change.desired.name),
@@ -217,6 +220,8 @@ class ProviderSync:
         self.result.kept.extend((change.uuid, 'inventory %s in use' % rc)
                                 for rc in sorted(removed))
         LOG.warning('%s', err)
+        if kept == change.known.inventories:
+            return None
         return resources.put_inventories(self.http, change.uuid,
                                          change.known.generation, kept)
 
