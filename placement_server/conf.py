@@ -57,6 +57,17 @@ placement_opts = [
     cfg.IntOpt('max_allocation_candidates', default=-1,
                help='Upper bound on allocation candidates computed for one '
                     'request; -1 means no bound.'),
+    cfg.StrOpt('incomplete_consumer_project_id',
+               default='00000000-0000-0000-0000-000000000000',
+               help='Project recorded for consumers whose allocations were '
+                    'written before microversion 1.8 without a project.'),
+    cfg.StrOpt('incomplete_consumer_user_id',
+               default='00000000-0000-0000-0000-000000000000',
+               help='User recorded for consumers whose allocations were '
+                    'written before microversion 1.8 without a user.'),
+    cfg.IntOpt('allocation_conflict_retry_count', default=10, min=1,
+               help='How many times an allocation write is replayed when a '
+                    'concurrent writer changed one of its providers first.'),
 ]
 
 

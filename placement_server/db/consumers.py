@@ -19,11 +19,6 @@ USER = tables.users
 CTYPE = tables.consumer_types
 ALLOC = tables.allocations
 
-# Upstream's defaults for consumers written before 1.8 without a project
-# and user ("incomplete consumers").
-INCOMPLETE_PROJECT_ID = '00000000-0000-0000-0000-000000000000'
-INCOMPLETE_USER_ID = '00000000-0000-0000-0000-000000000000'
-
 
 def _id_of(conn, table, column, value):
     """The id of the row whose ``column`` is ``value``, inserted if missing."""

@@ -40,8 +40,8 @@ def _request(req, consumer_uuid, data):
     project_id, user_id = data.get('project_id'), data.get('user_id')
     if project_id is None:
         # Before 1.8 the project and user are optional ("incomplete consumer").
-        project_id = consumers.INCOMPLETE_PROJECT_ID
-        user_id = consumers.INCOMPLETE_USER_ID
+        project_id = req.conf.placement.incomplete_consumer_project_id
+        user_id = req.conf.placement.incomplete_consumer_user_id
     return db.ConsumerAllocations(
         consumer_uuid, _provider_uuids(allocations), project_id, user_id,
         data['consumer_generation'] if req.version >= (1, 28) else db.UNCHECKED,
@@ -96,7 +96,8 @@ def set_for_consumer(req, consumer_uuid):
     req.context.can('placement:allocations:update')
     consumer_uuid = _consumer_uuid(consumer_uuid)
     data = util.extract_json(req, schema.put_schema(req.version))
-    db.write_with_retry(req.db, [_request(req, consumer_uuid, data)])
+    db.write_with_retry(req.db, [_request(req, consumer_uuid, data)],
+                        req.conf.placement.allocation_conflict_retry_count)
     return util.no_content()
 
 
@@ -111,7 +112,8 @@ def set_allocations(req):
         if consumer_uuid in requests:
             raise errors.BadRequest('Consumer %s appears twice.' % consumer_uuid)
         requests[consumer_uuid] = _request(req, consumer_uuid, part)
-    db.write_with_retry(req.db, list(requests.values()))
+    db.write_with_retry(req.db, list(requests.values()),
+                        req.conf.placement.allocation_conflict_retry_count)
     return util.no_content()
 
 

@@ -311,3 +311,18 @@ def test_untyped_consumer_shows_unknown_type(api, cn):
         'consumer_generation': None}, version='1.28')
     assert resp.status_int == 204
     assert api.get('/allocations/%s' % consumer, version='1.38').json['consumer_type'] == 'unknown'
+
+
+def test_incomplete_consumer_project_and_user_are_configurable(database):
+    from tests.functional import client as client_mod
+    conf = client_mod.make_conf()
+    conf.set_override('incomplete_consumer_project_id', 'legacy-p', group='placement')
+    conf.set_override('incomplete_consumer_user_id', 'legacy-u', group='placement')
+    api = client_mod.Client(client_mod.make_app(database, conf))
+    rp = make_provider(api, 'cn1', {'VCPU': {'total': 4}})
+    consumer = str(uuid.uuid4())
+    resp = api.put('/allocations/%s' % consumer, {'allocations': [
+        {'resource_provider': {'uuid': rp}, 'resources': {'VCPU': 1}}]}, version='1.7')
+    assert resp.status_int == 204
+    resp = api.get('/allocations/%s' % consumer, version='1.12')
+    assert (resp.json['project_id'], resp.json['user_id']) == ('legacy-p', 'legacy-u')
