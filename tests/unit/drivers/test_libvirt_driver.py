@@ -289,3 +289,15 @@ def test_base_pages_are_not_huge_pages(conf):
 
     assert [p.inventories['MEMORY_MB']['reserved']
             for p in snapshot.providers[1:]] == [0, 0]
+
+
+def test_a_domain_deleted_during_discovery_is_left_out(devices_host):
+    driver = load_driver(devices_host, 'libvirt')
+    driver.discover()
+    conn = driver.connection
+    domain = conn.lookupByUUIDString(VOLUME)
+    domain.destroy()
+    domain.undefine()
+
+    assert driver.instance(conn, domain) is None
+    assert VOLUME not in allocations(driver.discover())

@@ -90,7 +90,7 @@ class LibvirtDriver(base.Driver):
         tree = layout.Layout(host, self.conf)
         instances = [self.instance(conn, dom)
                      for dom in conn.listAllDomains(0)]
-        return tree.snapshot(instances)
+        return tree.snapshot([i for i in instances if i is not None])
 
     # -- host --------------------------------------------------------------
 
@@ -162,7 +162,13 @@ class LibvirtDriver(base.Driver):
     # -- instances ---------------------------------------------------------
 
     def instance(self, conn, dom):
-        domain = parse.Domain(dom.XMLDesc(0))
+        """The InstanceFacts of a domain; None if it was just deleted."""
+        try:
+            domain = parse.Domain(dom.XMLDesc(0))
+        except libvirt.libvirtError as exc:
+            if exc.get_error_code() == libvirt.VIR_ERR_NO_DOMAIN:
+                return None
+            raise
         disk_bytes = sum(self._local_disk_bytes(conn, kind, where)
                          for kind, where in domain.disks)
         return facts.InstanceFacts(
