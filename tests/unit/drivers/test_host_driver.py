@@ -5,6 +5,7 @@ allocations.
 """
 import json
 import os
+import shutil
 
 import psutil
 import pytest
@@ -239,6 +240,19 @@ def test_shared_storage_host(conf, fake_host, aggregate):
     assert allocations(snapshot) == {
         'db': {ROOT: {'VCPU': 4, 'MEMORY_MB': 8192},
                SHARED: {'DISK_GB': 50}}}
+
+
+def test_a_device_unplugged_while_read_is_left_out(conf, fake_host):
+    host = fake_host()
+    host.pci_device('0000:05:00.0', '144d', 'a808', '0x010802')
+    gone = host.pci_device('0000:06:00.0', '144d', 'a808', '0x010802')
+    shutil.rmtree(host.path(gone))      # its bus/pci/devices link dangles
+    conf.set_override('device_spec', ['{"vendor_id": "144d"}'], 'pci')
+
+    snapshot = load_driver(conf, 'host').discover()
+
+    assert [p.name for p in snapshot.providers] == [
+        'node1', 'node1_0000:05:00.0']
 
 
 def test_discovery_is_stable_across_runs(conf, fake_host):

@@ -1,13 +1,23 @@
 """PCI devices: ids, class, NUMA node, SR-IOV links, mediated devices."""
+import logging
 import os
 
 from tracker.drivers import facts
+from tracker.drivers.errors import DiscoveryError
 from tracker.drivers.host import sysfs
+
+LOG = logging.getLogger(__name__)
 
 
 def discover(paths, host):
-    host.pci_devices = [read_device(paths, address) for address in
-                        sysfs.listdir(paths.sys('bus/pci/devices'))]
+    host.pci_devices = []
+    for address in sysfs.listdir(paths.sys('bus/pci/devices')):
+        try:
+            host.pci_devices.append(read_device(paths, address))
+        except DiscoveryError:
+            if os.path.exists(paths.sys('bus/pci/devices', address)):
+                raise
+            LOG.info('PCI device %s went away while being read', address)
     host.mdevs = read_mdevs(paths)
 
 
