@@ -130,8 +130,17 @@ SCRIPT = [
 ]
 
 
-def _canonical(status, body):
+def _headers(headers):
+    """The headers that must agree: caching and Location (its path)."""
+    location = headers.get('Location')
+    if location:
+        location = '/' + location.split('://', 1)[-1].split('/', 1)[-1]
+    return ('Last-Modified' in headers, headers.get('Cache-Control'), location)
+
+
+def _canonical(status, body, headers):
     """What must agree between the two servers for one response."""
+    status = (status, _headers(headers))
     if not body:
         return status, None
     if 'errors' in body:
@@ -143,7 +152,7 @@ def _canonical(status, body):
 
 def _ours(api, method, path, version, body):
     resp = api.request(method, path, body, version=version)
-    return resp.status_int, (resp.json if resp.body else None)
+    return resp.status_int, (resp.json if resp.body else None), resp.headers
 
 
 def _upstream(base, method, path, version, body):
@@ -154,7 +163,7 @@ def _upstream(base, method, path, version, body):
         headers['Content-Type'] = 'application/json'
         data = json.dumps(body)
     resp = requests.request(method, base + path, headers=headers, data=data, timeout=30)
-    return resp.status_code, (resp.json() if resp.content else None)
+    return resp.status_code, (resp.json() if resp.content else None), resp.headers
 
 
 def test_same_answers_as_upstream(api, upstream_placement):
