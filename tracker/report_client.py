@@ -202,17 +202,19 @@ class ReportClient:
             if provider.uuid in self.known:    # moved here from another tree
                 self.known.remove(provider.uuid)
             self.known.add(provider)
-        aggregates = sorted({a for p in tree.providers() for a in p.aggregates})
-        if aggregates:
-            listing = resources.list_providers(
-                self.http, member_of='in:' + ','.join(aggregates),
-                required='MISC_SHARES_VIA_AGGREGATE')
-            self.sharing[root_uuid] = [resources._from_listing(i) for i in listing
-                                       if i['uuid'] not in tree.uuids()]
-        else:
-            self.sharing[root_uuid] = []
+        self.sharing[root_uuid] = self._read_sharing(tree)
         self._fetched[root_uuid] = time.monotonic()
         return tree
+
+    def _read_sharing(self, tree):
+        """Providers outside the tree sharing their resources with it."""
+        aggregates = sorted({a for p in tree.providers() for a in p.aggregates})
+        if not aggregates or not self.http.supports('required_traits'):
+            return []
+        listing = resources.list_providers(
+            self.http, member_of='in:' + ','.join(aggregates),
+            required='MISC_SHARES_VIA_AGGREGATE')
+        return [resources.from_listing(i) for i in listing if i['uuid'] not in tree.uuids()]
 
     def refresh_generations(self, roots):
         for root in roots:

@@ -379,3 +379,17 @@ def test_associations_written_by_others_are_refreshed_on_the_interval(placement)
     assert result.errors == [] and not result.changed
     assert placement.since(marker)[0] == ('GET', '/resource_providers')
     assert client.fetch_tree(ROOT).get(NUMA0).traits == {'CUSTOM_FROM_OPERATOR'}
+
+
+def test_sharing_providers_of_the_hosts_aggregates_are_learnt(placement):
+    client = placement.client()
+    desired = host()
+    desired[0].aggregates = {AGG}
+    client.sync(desired)
+    shared = stable_uuid('shared-disk')
+    other = placement.client()
+    other.sync([Provider(shared, 'shared-disk', inventories={'DISK_GB': inventory(100)},
+                         traits={'MISC_SHARES_VIA_AGGREGATE'}, aggregates={AGG})])
+    assert client.sharing_providers(ROOT) == []       # not reread yet
+    client.fetch_tree(ROOT)
+    assert [p.uuid for p in client.sharing_providers(ROOT)] == [shared]

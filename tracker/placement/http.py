@@ -21,6 +21,7 @@ MINIMUM = (1, 14)   # nested providers (in_tree, parent_provider_uuid)
 
 # What changes with the microversion, and where the client degrades.
 FEATURES = {
+    'required_traits': (1, 18),        # GET /resource_providers?required=
     'aggregate_generation': (1, 19),   # aggregates PUT/GET carry the generation
     'provider_body_on_create': (1, 20),
     'error_codes': (1, 23),

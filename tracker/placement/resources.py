@@ -52,7 +52,7 @@ def fill(http, provider):
     return provider
 
 
-def _from_listing(item):
+def from_listing(item):
     return provider_mod.Provider(uuid=item['uuid'], name=item['name'],
                                  parent_uuid=item.get('parent_provider_uuid'),
                                  generation=item['generation'])
@@ -65,12 +65,12 @@ def fetch_provider(http, uuid):
         return None
     if not resp.ok:
         raise unexpected(resp, 'reading provider', uuid)
-    return fill(http, _from_listing(resp.body))
+    return fill(http, from_listing(resp.body))
 
 
 def fetch_tree(http, root_uuid):
     """Every provider of the tree rooted at ``root_uuid``, filled in."""
-    listing = [_from_listing(item) for item in list_providers(http, in_tree=root_uuid)]
+    listing = [from_listing(item) for item in list_providers(http, in_tree=root_uuid)]
     tree = tree_mod.ProviderTree()
     pending = listing
     while pending:             # placement's order is not parents-first
@@ -92,9 +92,8 @@ def create(http, provider):
     if provider.parent_uuid:
         body['parent_provider_uuid'] = provider.parent_uuid
     resp = http.request('POST', '/resource_providers', body)
-    if resp.ok:
-        return resp.body['generation'] if isinstance(resp.body, dict) and \
-            'generation' in resp.body else 0
+    if resp.ok:   # before 1.20 there is no body: a new provider is at 0
+        return (resp.body or {}).get('generation', 0) if isinstance(resp.body, dict) else 0
     if resp.status == 409:   # placement.duplicate_name: uuid or name taken
         raise errors.DuplicateProviderName(resp.detail, resp.status, resp.code,
                                            provider.uuid)

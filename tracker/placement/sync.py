@@ -15,6 +15,7 @@ from tracker.placement import errors
 from tracker.placement import reshape
 from tracker.placement import resources
 from tracker.providers import diff as diff_mod
+from tracker.providers import tree as tree_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -79,8 +80,7 @@ class ProviderSync:
         return [p for p in self.known.providers() if p.uuid in uuids]
 
     def effective_tree(self):
-        from tracker.providers.tree import ProviderTree
-        return ProviderTree([self.effective(p) for p in self.desired.providers()])
+        return tree_mod.ProviderTree([self.effective(p) for p in self.desired.providers()])
 
     # -- the steps -------------------------------------------------------
 
