@@ -68,6 +68,7 @@ class Agent(service.ServiceBase):
         self.last_result = None
         self._last_synced = None     # the snapshot placement was last made to match
         self._provider_config = None  # operator overlays, built on first use
+        self._last_error = None
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._lock = threading.Lock()   # one cycle or audit at a time
@@ -126,9 +127,8 @@ class Agent(service.ServiceBase):
         try:
             snapshot = self.discover()
         except Exception as exc:
-            LOG.error('discovery failed: %s', exc)
-            return CycleResult(False, bool(self.reachable),
-                               error='discovery failed: %s' % exc)
+            return self._failed(CycleResult(False, bool(self.reachable),
+                                            error='discovery failed: %s' % exc))
         authoritative = self.conf.tracker.authoritative_allocations
         self.client.new_request_id()
         before = self.client.counters.snapshot()
@@ -158,8 +158,8 @@ class Agent(service.ServiceBase):
             # Placement answered, but not as hoped (a 4xx/5xx the client
             # could not resolve): the next cycle tries again.
             self._placement_state(True)
-            LOG.error('sync failed: %s', exc)
-            return CycleResult(False, True, error='sync failed: %s' % exc)
+            return self._failed(CycleResult(False, True,
+                                            error='sync failed: %s' % exc))
         self._placement_state(True)
         errors = list(synced.errors) + list(allocated.errors)
         after = self.client.counters
@@ -169,13 +169,20 @@ class Agent(service.ServiceBase):
             writes=after.writes - before.writes,
             conflicts=after.conflicts - before.conflicts)
         if errors:
-            result.error = '; '.join(str(e) for e in errors)
-            LOG.error('sync incomplete: %s', result.error)
-            return result
+            result.error = 'sync incomplete: ' + '; '.join(str(e) for e in errors)
+            return self._failed(result)
+        self._last_error = None
         self._last_synced = snapshot
         if changes and self.publisher is not None:
             self.publisher.publish(notify.notifications(
                 changes, snapshot.providers, snapshot.instances))
+        return result
+
+    def _failed(self, result):
+        """Log a failure once, not at every cycle while it lasts."""
+        if result.error != self._last_error:
+            LOG.error('%s (logged again only when it changes)', result.error)
+        self._last_error = result.error
         return result
 
     def _placement_state(self, reachable, exc=None):

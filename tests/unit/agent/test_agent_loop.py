@@ -148,3 +148,17 @@ def test_watchdog_pings_while_waiting(tmp_path, host_file):
     finally:
         sock.close()
     assert pings.count(b'WATCHDOG=1') >= 5
+
+
+def test_a_lasting_failure_is_logged_once(tmp_path, caplog):
+    conf = make_conf(tmp_path, str(tmp_path / 'missing.yaml'))
+    agent = agent_mod.Agent(conf)
+    with caplog.at_level(logging.ERROR, logger='tracker.agent'):
+        for _ in range(3):
+            agent.run_cycle()
+        (tmp_path / 'missing.yaml').write_text('not: [a, host')
+        agent.run_cycle()
+    errors = [r.getMessage() for r in caplog.records if r.name == 'tracker.agent']
+    assert len(errors) == 2
+    assert 'missing.yaml: No such file' in errors[0]
+    assert 'missing.yaml' in errors[1] and 'No such file' not in errors[1]
