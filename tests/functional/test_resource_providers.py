@@ -238,3 +238,26 @@ def test_non_admin_is_403(api):
     _error(resp, 403)
     resp = api.post('/resource_providers', {'name': 'x'}, token='alice', version='1.23')
     _error(resp, 403)
+
+
+def test_delete_removes_what_the_provider_owned(api):
+    agg = 'a0a0a0a0-0000-4000-8000-000000000001'
+    _create(api, 'cn1', uuid=RP1)
+    path = '/resource_providers/%s' % RP1
+    assert api.put(path + '/inventories', {'inventories': {'VCPU': {'total': 4}},
+                                           'resource_provider_generation': 0},
+                   version='1.20').status_int == 200
+    assert api.put(path + '/traits', {'traits': ['HW_CPU_X86_AVX'],
+                                      'resource_provider_generation': 1},
+                   version='1.20').status_int == 200
+    assert api.put(path + '/aggregates', {'aggregates': [agg],
+                                          'resource_provider_generation': 2},
+                   version='1.20').status_int == 200
+    assert api.delete(path).status_int == 204
+    # The same uuid again starts with nothing.
+    _create(api, 'cn1', uuid=RP1)
+    assert api.get(path + '/inventories', version='1.20').json['inventories'] == {}
+    assert api.get(path + '/traits', version='1.20').json['traits'] == []
+    assert api.get(path + '/aggregates', version='1.20').json['aggregates'] == []
+    resp = api.get('/resource_providers?member_of=%s' % agg, version='1.20')
+    assert resp.json == {'resource_providers': []}
