@@ -21,7 +21,12 @@ from tracker import agent_opts
 from tracker import audit as audit_mod
 from tracker import metrics as metrics_mod
 from tracker import notify
+from tracker import report_client
+from tracker import rpc
 from tracker import systemd
+from tracker.drivers import load_driver
+from tracker.providers import config as provider_config
+from tracker.providers import tree as tree_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -44,11 +49,6 @@ class CycleResult:
                 '%d write(s), %d conflict(s)' % (
                     self.duration, len(self.changes), self.requests,
                     self.writes, self.conflicts))
-
-
-def _placement_errors():
-    from tracker import report_client
-    return (report_client.PlacementUnreachable,)
 
 
 class Agent(service.ServiceBase):
@@ -85,17 +85,13 @@ class Agent(service.ServiceBase):
     # -- what a cycle needs, built on first use ---------------------------
     def _ensure_parts(self):
         if self.driver is None:
-            from tracker.drivers import load_driver
             self.driver = load_driver(self.conf)
         if self.client is None:
-            from tracker.report_client import ReportClient
-            self.client = ReportClient(conf=self.conf)
+            self.client = report_client.ReportClient(conf=self.conf)
 
     def discover(self):
         """The host as the driver sees it, plus the operator's provider
         config (re-read each time: editing it needs no restart)."""
-        from tracker.providers import config as provider_config
-        from tracker.providers import tree as tree_mod
         snapshot = self.driver.discover()
         if self._provider_config is None:
             self._provider_config = provider_config.ProviderConfigSource(
@@ -151,7 +147,7 @@ class Agent(service.ServiceBase):
             allocated = self.client.sync_allocations(
                 snapshot.root.uuid, snapshot.instances,
                 authoritative=authoritative)
-        except _placement_errors() as exc:
+        except report_client.PlacementUnreachable as exc:
             self._placement_state(False, exc)
             return CycleResult(False, False, error='placement unreachable: %s' % exc)
         except Exception as exc:
@@ -259,7 +255,6 @@ class Agent(service.ServiceBase):
         if opts.notifications and self.publisher is None:
             self.publisher = notify.Publisher(self.conf, self.host)
         if opts.rpc:
-            from tracker import rpc
             self._rpc_server = rpc.server(self.conf, self.host, self)
         if opts.hardware_events and self.driver.name in ('host', 'libvirt'):
             self._start_hardware_monitor()
