@@ -393,3 +393,44 @@ def test_sharing_providers_of_the_hosts_aggregates_are_learnt(placement):
     assert client.sharing_providers(ROOT) == []       # not reread yet
     client.fetch_tree(ROOT)
     assert [p.uuid for p in client.sharing_providers(ROOT)] == [shared]
+
+
+def test_converges_while_another_writer_races_in_a_thread(placement):
+    import threading
+    client = placement.client()
+    client.sync(host())
+    custom_trait(placement, 'CUSTOM_RACE')
+    writer = placement.other_writer()
+    stop = threading.Event()
+    written = []
+
+    def race():
+        while not stop.is_set():
+            gen = generation(placement, ROOT)
+            traits = ['HW_CPU_X86_AVX2', 'CUSTOM_TRACKER'] + ['CUSTOM_RACE'] * (len(written) % 2)
+            resp = writer.put('/resource_providers/%s/traits' % ROOT, microversion=V,
+                              json={'resource_provider_generation': gen, 'traits': traits})
+            if resp.status_code == 200:
+                written.append(traits)
+    thread = threading.Thread(target=race)
+    thread.start()
+    desired = host()
+    import time
+    deadline = time.monotonic() + 60
+    try:
+        total = 16
+        # keep changing the host until the other writer got in 10 times
+        while (len(written) < 10 or total < 26) and time.monotonic() < deadline:
+            total += 1
+            desired[0].inventories['VCPU'] = inventory(total)
+            client.sync(desired)
+            time.sleep(0.01)
+    finally:
+        stop.set()
+        thread.join()
+    result = client.sync(desired)      # the race is over: one sync converges
+    assert result.errors == []
+    tree = client.fetch_tree(ROOT)
+    assert tree.get(ROOT).inventories['VCPU'] == inventory(total)
+    assert len(written) >= 10 and tree.get(ROOT).traits == set(written[-1])
+    assert client.sync(desired).requests == 0
