@@ -60,16 +60,16 @@ def resource_class_ids(conn, names):
     return found
 
 
-def trait_ids(conn, names):
-    """{name: id}; an unknown trait is a 400 naming it."""
+def trait_ids(conn, names,
+              unknown_detail='Invalid trait(s) in "required" parameter: No such trait(s): %s.'):
+    """{name: id}; unknown names are a 400 listing them (``unknown_detail``)."""
     if not names:
         return {}
     found = dict(conn.execute(sa.select(TRAITS.c.name, TRAITS.c.id)
                               .where(TRAITS.c.name.in_(sorted(names)))).all())
     unknown = set(names) - set(found)
     if unknown:
-        raise errors.BadRequest('Invalid trait(s) in "required" parameter: No such trait(s): %s.'
-                                % ', '.join(sorted(unknown)))
+        raise errors.BadRequest(unknown_detail % ', '.join(sorted(unknown)))
     return found
 
 

@@ -5,6 +5,7 @@ import sqlalchemy as sa
 
 from placement_server import errors
 from placement_server.db import api
+from placement_server.db import provider_filters
 from placement_server.db import providers
 from placement_server.db import tables
 
@@ -84,7 +85,7 @@ def set_for_provider(conn, uuid, names, generation):
     """
     row = providers.get(conn, uuid, for_update=True)
     _check_generation(row, generation)
-    wanted = _ids(conn, names)
+    wanted = provider_filters.trait_ids(conn, set(names), 'No such trait %s')
     have = set(conn.scalars(sa.select(RPT.c.trait_id)
                             .where(RPT.c.resource_provider_id == row['id'])))
     gone, new = have - set(wanted.values()), set(wanted.values()) - have
@@ -98,19 +99,6 @@ def set_for_provider(conn, uuid, names, generation):
     if gone or new:
         providers.increment_generation(conn, row['id'], generation)
     return providers.get(conn, uuid)
-
-
-def _ids(conn, names):
-    """{name: id}; an unknown name is a 400 listing them all."""
-    names = set(names)
-    if not names:
-        return {}
-    found = dict(conn.execute(sa.select(TRAITS.c.name, TRAITS.c.id)
-                              .where(TRAITS.c.name.in_(sorted(names)))).all())
-    unknown = names - set(found)
-    if unknown:
-        raise errors.BadRequest('No such trait %s' % ', '.join(sorted(unknown)))
-    return found
 
 
 def clear_provider(conn, uuid):
