@@ -94,7 +94,9 @@ PUT_1_34 = copy.deepcopy(PUT_1_28)
 PUT_1_34['properties']['mappings'] = {
     'type': 'object',
     'patternProperties': {
-        '^[a-zA-Z0-9_-]{0,64}$': {'type': 'array', 'minItems': 1, 'items': UUID},
+        # Upstream does not check these are uuids; neither do we (not stored).
+        '^[a-zA-Z0-9_-]{0,64}$': {'type': 'array', 'minItems': 1,
+                                  'items': {'type': 'string'}},
     },
     'additionalProperties': False,
 }

@@ -10,8 +10,8 @@ from tests.upstream import upstream_placement  # noqa: F401
 CN1 = 'c0a80101-0000-4000-8000-0000000000a1'
 CN2 = 'c0a80101-0000-4000-8000-0000000000a2'
 MISSING = 'c0a80101-0000-4000-8000-0000000000ff'
-C1, C2, C3, C4, C5, C6, C7, C8 = ('c0c0c0c0-0000-4000-8000-00000000000%d' % i
-                                  for i in range(1, 9))
+C1, C2, C3, C4, C5, C6, C7, C8, C9 = ('c0c0c0c0-0000-4000-8000-00000000000%d' % i
+                                      for i in range(1, 10))
 INV = '/resource_providers/%s/inventories'
 
 
@@ -127,6 +127,29 @@ SCRIPT = [
     ('DELETE', '/allocations/%s' % C1, '1.0', None),
     ('GET', '/resource_providers/%s/allocations' % CN1, '1.28', None),
     ('GET', INV % CN1, '1.0', None),
+
+    # Edges: mappings (1.34), empty writes for unknown consumers, moving a
+    # consumer to another project, lowering total below usage.
+    ('PUT', '/allocations/%s' % C1, '1.34', dict(alloc({CN1: {'VCPU': 1}}),
+                                                 mappings={'': [CN1]})),
+    ('PUT', '/allocations/%s' % C1, '1.33', dict(alloc({CN1: {'VCPU': 1}}, gen=1),
+                                                 mappings={'': [CN1]})),
+    ('PUT', '/allocations/%s' % C1, '1.34', dict(alloc({CN1: {'VCPU': 1}}, gen=1),
+                                                 mappings={'': ['not-a-uuid']})),
+    ('PUT', '/allocations/%s' % C1, '1.28', alloc({CN1: {'VCPU': 2}}, gen=1, project='p9')),
+    ('GET', '/allocations/%s' % C1, '1.38', None),
+    ('GET', '/usages?project_id=p9', '1.9', None),
+    ('PUT', '/allocations/%s' % C9, '1.28', alloc({}, gen=None)),
+    ('GET', '/allocations/%s' % C9, '1.28', None),
+    ('POST', '/allocations', '1.28', {C8: alloc({}, gen=None)}),
+    ('GET', '/allocations/not-a-uuid', '1.28', None),
+    ('POST', INV % CN2, '1.26', {'resource_class': 'DISK_GB', 'total': 10,
+                                 'resource_provider_generation': 99}),
+    ('PUT', INV % CN1, '1.26', {'resource_provider_generation': 11, 'inventories': {
+        'VCPU': {'total': 1, 'min_unit': 2, 'max_unit': 1},
+        'MEMORY_MB': {'total': 2048}, 'DISK_GB': {'total': 100}}}),
+    ('GET', '/resource_providers/%s/usages' % CN1, '1.0', None),
+    ('PUT', INV % CN1 + '/VCPU', '1.26', {'resource_provider_generation': 12, 'total': 2}),
 ]
 
 
