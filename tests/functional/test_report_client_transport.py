@@ -148,3 +148,39 @@ def test_placement_options_are_keystoneauth_ones_plus_ours():
 def test_a_client_needs_conf_or_adapter():
     with pytest.raises(ValueError):
         ReportClient()
+
+
+def test_after_an_outage_the_client_rereads_placement_and_converges(app):
+    sick = Sick(app, failures=0)
+    client = ReportClient(fast_retry_conf(retries=1), adapter=adapter_onto(sick))
+    client.sync(host())
+    desired = host()
+    desired[0].inventories.pop('MEMORY_MB')
+    sick.failures = 1000
+    with pytest.raises(errors.PlacementUnreachable):
+        client.sync(desired)
+    sick.failures = 0
+    sick.seen.clear()
+    result = client.sync(desired)
+    assert result.errors == [] and result.updated == {ROOT: ['inventories']}
+    assert sick.seen[0][:2] == ('GET', '/resource_providers')   # placement's word first
+    assert 'MEMORY_MB' not in client.fetch_tree(ROOT).get(ROOT).inventories
+
+
+def test_placement_direct_from_a_placement_conf(tmp_path):
+    from placement_server import conf as server_conf
+    conf = cfg.ConfigOpts()
+    server_conf.register_opts(conf)
+    conf([], project='placement', default_config_files=[])
+    conf.set_override('connection', 'sqlite:///%s/p.sqlite' % tmp_path,
+                      group='placement_database')
+    with PlacementDirect(conf, sync=True) as adapter:
+        assert conf.api.auth_strategy == 'noauth2'
+        resp = adapter.get('/resource_providers?name=x', microversion='1.39')
+        assert resp.status_code == 200 and resp.json() == {'resource_providers': []}
+        assert resp.headers['OpenStack-API-Version'] == 'placement 1.39'
+        resp = adapter.post('/resource_providers', json={'name': 'bad' * 100},
+                            microversion='1.39')
+        assert resp.status_code == 400
+        assert resp.json()['errors'][0]['code'] == 'placement.undefined'
+    assert conf.api.auth_strategy == 'keystone'      # the caller's conf is as it was
