@@ -107,10 +107,14 @@ def extract_json(req, schema):
             % (req.content_type or None))
     try:
         data = json.loads(req.body)
+        holds_nul = _holds_nul(data)
     except RecursionError:   # a body nested thousands of levels deep
         raise errors.BadRequest('Malformed JSON: nested too deeply')
     except ValueError as e:
         raise errors.BadRequest('Malformed JSON: %s' % e)
+    if holds_nul:
+        # PostgreSQL refuses NUL in strings; no placement value holds one.
+        raise errors.BadRequest('Malformed JSON: NUL characters are not allowed.')
     validate(data, schema)
     return data
 
@@ -130,6 +134,16 @@ def _check(data, schema):
             schema, format_checker=FORMAT_CHECKER)
         cached = _VALIDATORS[id(schema)] = (schema, validator)
     return jsonschema.exceptions.best_match(cached[1].iter_errors(data))
+
+
+def _holds_nul(value):
+    if isinstance(value, str):
+        return '\x00' in value
+    if isinstance(value, dict):
+        return any(_holds_nul(k) or _holds_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_holds_nul(v) for v in value)
+    return False
 
 
 def validate(data, schema, what='JSON'):

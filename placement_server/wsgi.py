@@ -14,6 +14,7 @@ From the outside in:
 import json
 import logging
 import re
+import urllib.parse
 import uuid
 
 import webob
@@ -54,7 +55,16 @@ class Dispatcher:
         ctx.request_id = environ['placement.request_id']
         environ['placement.context'] = ctx
         req = util.Request(environ)
-        handler, kwargs = self.router.match(req.method, req.path_info)
+        # No name, uuid or filter of placement holds a NUL, and PostgreSQL
+        # refuses it in any string: say so before a query does.
+        try:
+            path = req.path_info
+        except UnicodeDecodeError:
+            raise errors.BadRequest('The URL path is not valid UTF-8.')
+        if '\x00' in path or b'\x00' in urllib.parse.unquote_to_bytes(
+                environ.get('QUERY_STRING', '')):
+            raise errors.BadRequest('NUL characters are not allowed in the URL.')
+        handler, kwargs = self.router.match(req.method, path)
         resp = handler(req, **kwargs)
         return resp(environ, start_response)
 
