@@ -116,5 +116,7 @@ def parse_resources(value):
             raise errors.BadRequest(
                 'Requested resource %s expected positive integer amount. '
                 'Got: %s.' % (name, item.partition(':')[2]))
-        amounts[name] = amount
+        # More than any provider can hold matches nothing, as upstream on
+        # PostgreSQL answers; unbounded, it overflows the database's integers.
+        amounts[name] = min(amount, 2 ** 53)
     return amounts

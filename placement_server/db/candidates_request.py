@@ -97,7 +97,8 @@ def parse_resources(value):
         if amount < 1:
             raise _bad('Requested resource %s requires amount >= 1. Got: %d.'
                        % (name, amount))
-        result[name] = amount
+        # Beyond any capacity (matches nothing) yet within database integers.
+        result[name] = min(amount, 2 ** 53)
     return result
 
 
