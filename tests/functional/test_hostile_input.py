@@ -213,3 +213,36 @@ def test_hostile_requests_never_500(api, request):
         _check(method, path, resp)
 
     hostile()
+
+
+# The same property, for a fixed list of known-nasty inputs on every route:
+# these run every time, whatever the random examples happen to draw.
+NASTY_BODIES = [b'', b'{', b'nul', b'[' * 5000 + b']' * 5000, b'[' * 900 + b']' * 900,
+                b'{"a": 1e999}', b'{"name": "\\u0000"}', b'{"\\u0000": 1}',
+                b'\xff\xfe{}', b'{"name": "\xff"}', b'[]', b'null', b'"x"', b'{}',
+                b'{"name": "%s"}' % (b'x' * 100000)]
+NASTY_QUERIES = ['%zz', 'resources=VCPU:%ff', 'limit=-1', 'limit=99999999999999999999',
+                 'resources=VCPU:99999999999999999999', 'member_of=in:', 'required=!',
+                 'in_tree=x', 'name=%00', 'uuid=x&uuid=y', 'resources=,,,', '=&=']
+NASTY_SEGMENTS = ['%00', '%ff', 'x' * 1000, '..', 'CUSTOM_%00', ' ']
+
+
+def test_nasty_bodies_and_queries_on_every_route(api):
+    _seed(api)
+    for template, methods in handlers.ROUTES:
+        path = template.format(uuid=RP, resource_class='VCPU', name='CUSTOM_FOO',
+                               consumer_uuid=CONSUMER)
+        for method in methods:
+            for version in ('1.0', '1.39'):
+                if method in ('POST', 'PUT'):
+                    for body in NASTY_BODIES:
+                        _check(method, path, api.request(method, path, raw=body,
+                                                         version=version))
+                elif method == 'GET':
+                    for query in NASTY_QUERIES:
+                        url = path + '?' + query
+                        _check(method, url, api.request(method, url, version=version))
+                for segment in NASTY_SEGMENTS if '{' in template else []:
+                    url = re.sub(r'\{\w+\}', segment, template)
+                    _check(method, url, api.request(method, url, raw=b'{}',
+                                                    version=version))
