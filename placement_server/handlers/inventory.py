@@ -35,6 +35,13 @@ def _check_generation(provider, generation):
             'is at %d.' % (generation, provider['generation']))
 
 
+def _lock(conn, uuid):
+    # Writers of one provider (inventories or allocations) queue on its row:
+    # the loser then sees the winner's generation and gets a clean 409
+    # instead of a deadlock.
+    return providers.get(conn, uuid, for_update=True)
+
+
 def _location(uuid, rc):
     return '/resource_providers/%s/inventories/%s' % (uuid, rc)
 
@@ -67,7 +74,7 @@ def set_inventories(req, uuid):
     data = util.extract_json(req, schema.PUT_ALL)
     inventories = {rc: _with_defaults(rec) for rc, rec in data['inventories'].items()}
     with req.db.writer() as conn:
-        provider = providers.get(conn, uuid)
+        provider = _lock(conn, uuid)
         _check_generation(provider, data['resource_provider_generation'])
         _check_capacity(req, provider, inventories)
         generation = db.replace_inventories(
@@ -85,7 +92,7 @@ def delete_inventories(req, uuid):
             headers={'Allow': 'GET, POST, PUT'})
     req.context.can('placement:resource_providers:inventories:delete')
     with req.db.writer() as conn:
-        provider = providers.get(conn, uuid)
+        provider = _lock(conn, uuid)
         db.replace_inventories(conn, provider, {})
     return util.no_content()
 
@@ -98,7 +105,7 @@ def create_inventory(req, uuid):
     data.pop('resource_provider_generation', None)
     inv = _with_defaults(data)
     with req.db.writer() as conn:
-        provider = providers.get(conn, uuid)
+        provider = _lock(conn, uuid)
         _check_capacity(req, provider, {rc: inv})
         generation = db.add_inventory(conn, provider, rc, inv)
         row = db.get_all(conn, provider['id'])[rc]
@@ -125,7 +132,7 @@ def update_inventory(req, uuid, resource_class):
     generation = data.pop('resource_provider_generation')
     inv = _with_defaults(data)
     with req.db.writer() as conn:
-        provider = providers.get(conn, uuid)
+        provider = _lock(conn, uuid)
         _check_generation(provider, generation)
         _check_capacity(req, provider, {resource_class: inv})
         generation = db.update_inventory(conn, provider, resource_class, inv, generation)
@@ -137,7 +144,7 @@ def update_inventory(req, uuid, resource_class):
 def delete_inventory(req, uuid, resource_class):
     req.context.can('placement:resource_providers:inventories:delete')
     with req.db.writer() as conn:
-        provider = providers.get(conn, uuid)
+        provider = _lock(conn, uuid)
         db.delete_inventory(conn, provider, resource_class)
     return util.no_content()
 

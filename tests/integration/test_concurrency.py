@@ -106,14 +106,17 @@ def test_concurrent_multi_provider_claims_are_all_or_nothing(urls):
         assert body['usages'] == {'VCPU': 10}
 
 
-def test_concurrent_inventory_writers_one_wins(urls):
+@pytest.mark.parametrize('new_class', [False, True], ids=['change', 'add'])
+def test_concurrent_inventory_writers_one_wins(urls, new_class):
     rp = make_provider(urls[0], {'VCPU': {'total': 1}})
     writers = 20
 
     def update(i):
+        inventories = {'VCPU': {'total': 100 + i}}
+        if new_class:
+            inventories['DISK_GB'] = {'total': 100 + i}
         return call('PUT', '%s/resource_providers/%s/inventories' % (urls[i % len(urls)], rp),
-                    {'resource_provider_generation': 1,
-                     'inventories': {'VCPU': {'total': 100 + i}}})
+                    {'resource_provider_generation': 1, 'inventories': inventories})
 
     results = all_at_once(writers, update)
     winners = [body for status, body in results if status == 200]
