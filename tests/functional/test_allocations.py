@@ -326,3 +326,40 @@ def test_incomplete_consumer_project_and_user_are_configurable(database):
     assert resp.status_int == 204
     resp = api.get('/allocations/%s' % consumer, version='1.12')
     assert (resp.json['project_id'], resp.json['user_id']) == ('legacy-p', 'legacy-u')
+
+
+def _full(total):
+    from placement_server.schemas import inventory
+    return dict(inventory.DEFAULTS, total=total)
+
+
+def test_db_functions_compose_into_one_reshape_transaction(api, database):
+    # The reshaper's pattern: interim inventory (old + new classes), move
+    # the consumer's allocations, final inventory; all in one transaction.
+    from placement_server import errors
+    from placement_server.db import allocations, inventories, providers
+    rp = make_provider(api, 'cn1', {'VCPU': {'total': 8}})
+    consumer = str(uuid.uuid4())
+    assert api.put('/allocations/%s' % consumer, body({rp: {'resources': {'VCPU': 2}}}),
+                   version=V).status_int == 204
+    with database.writer() as conn:
+        provider = providers.get(conn, rp)
+        inventories.replace_inventories(conn, provider, {'VCPU': _full(8), 'DISK_GB': _full(50)})
+        allocations.replace_allocations(conn, consumer, {rp: {'DISK_GB': 5}}, 'proj', 'user',
+                                        consumer_generation=1, consumer_type='INSTANCE')
+        inventories.replace_inventories(conn, providers.get(conn, rp), {'DISK_GB': _full(50)})
+    assert usages(api, rp) == {'DISK_GB': 5}
+    assert generation(api, rp) == 5   # 1 + interim + allocations + final
+    assert api.get('/allocations/%s' % consumer, version=V).json['consumer_generation'] == 2
+
+    # A failure at any step (here: a claim over capacity) leaves nothing.
+    with pytest.raises(errors.Conflict, match='exceed the capacity'):
+        with database.writer() as conn:
+            inventories.replace_inventories(conn, providers.get(conn, rp),
+                                            {'DISK_GB': _full(50), 'VCPU': _full(4)})
+            allocations.replace_allocations(conn, consumer, {rp: {'VCPU': 5}}, 'proj', 'user',
+                                            consumer_generation=2)
+    resp = api.get('/resource_providers/%s/inventories' % rp, version=V)
+    assert sorted(resp.json['inventories']) == ['DISK_GB']
+    assert resp.json['resource_provider_generation'] == 5
+    assert usages(api, rp) == {'DISK_GB': 5}
