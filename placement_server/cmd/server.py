@@ -54,6 +54,25 @@ def _check_port_free(host, port):
             raise cmd.CommandError('cannot listen on %s:%d: %s' % (host, port, e.strerror))
 
 
+def _check_keystone(conf):
+    """Refuse to start a keystone-authenticated server that cannot reach
+    keystone: every request would fail."""
+    from keystoneauth1 import loading
+    from keystonemiddleware.auth_token import _opts   # its oslo.config.opts entry point
+
+    for group, opts in _opts.list_opts():
+        conf.register_opts(opts, group=group)
+    loading.register_auth_conf_options(conf, 'keystone_authtoken')
+    group = conf.keystone_authtoken
+    missing = [name for name in ('www_authenticate_uri', 'auth_type')
+               if not getattr(group, name, None)]
+    if missing:
+        raise cmd.CommandError(
+            'placement-server: auth strategy keystone needs [keystone_authtoken] %s '
+            '(and the service credentials) in the config file; for development '
+            'use --auth-strategy noauth2' % ' and '.join(missing))
+
+
 def _gunicorn_app(conf, options):
     from gunicorn.app import base
 
@@ -106,6 +125,8 @@ def _main(argv):
 def _serve(args, conf):
     from oslo_log import log as logging
 
+    if conf.api.auth_strategy == 'keystone':
+        _check_keystone(conf)
     db = cmd.open_database(conf)
     try:
         if args.sync_db or conf.placement_database.sync_on_startup:

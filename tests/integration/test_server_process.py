@@ -122,10 +122,14 @@ def test_healthcheck_needs_no_token(placement_servers, tmp_path):
     (['--port', '0'], '--port must be 1-65535'),
     (['--workers', 'many'], "argument --workers: invalid int value: 'many'"),
     (['--auth-strategy', 'magic'], 'argument --auth-strategy: invalid choice'),
-    (['--database-connection', 'nosuchdb://x'], 'cannot use database'),
-    (['--database-connection', 'postgresql+psycopg2://nobody@127.0.0.1:1/x'],
+    (['--auth-strategy', 'noauth2', '--database-connection', 'nosuchdb://x'],
+     'cannot use database'),
+    (['--auth-strategy', 'noauth2',
+      '--database-connection', 'postgresql+psycopg2://nobody@127.0.0.1:1/x'],
      'cannot use database postgresql+psycopg2://nobody@127.0.0.1:1/x'),
     (['--config-file', '/nonexistent/placement.conf'], 'cannot read config file'),
+    (['--auth-strategy', 'keystone'],
+     'auth strategy keystone needs [keystone_authtoken] www_authenticate_uri and auth_type'),
 ])
 def test_bad_arguments_are_one_line_and_exit_1(tmp_path, args, message):
     result = _run([servers.PLACEMENT_SERVER] + args, tmp_path)
@@ -137,7 +141,8 @@ def test_bad_arguments_are_one_line_and_exit_1(tmp_path, args, message):
 
 def test_refuses_a_database_without_the_current_schema(tmp_path):
     result = _run([servers.PLACEMENT_SERVER, '--database-connection', _sqlite(tmp_path),
-                   '--port', str(upstream.free_port())], tmp_path)
+                   '--auth-strategy', 'noauth2', '--port', str(upstream.free_port())],
+                  tmp_path)
     assert result.returncode == 1
     assert 'not current' in result.stderr and 'db sync' in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
@@ -149,7 +154,8 @@ def test_port_in_use_is_one_line(tmp_path):
         taken.listen()
         port = taken.getsockname()[1]
         result = _run([servers.PLACEMENT_SERVER, '--database-connection', _sqlite(tmp_path),
-                       '--sync-db', '--port', str(port)], tmp_path)
+                       '--auth-strategy', 'noauth2', '--sync-db', '--port', str(port)],
+                      tmp_path)
     assert result.returncode == 1
     assert 'cannot listen on 127.0.0.1:%d' % port in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
