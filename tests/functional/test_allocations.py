@@ -3,6 +3,13 @@ import uuid
 
 import pytest
 
+from placement_server import errors
+from placement_server.db import allocations as allocations_db
+from placement_server.db import inventories as inventories_db
+from placement_server.db import providers
+from placement_server.schemas import inventory as inventory_schema
+from tests.functional import client as client_mod
+
 V = '1.39'
 
 
@@ -314,7 +321,6 @@ def test_untyped_consumer_shows_unknown_type(api, cn):
 
 
 def test_incomplete_consumer_project_and_user_are_configurable(database):
-    from tests.functional import client as client_mod
     conf = client_mod.make_conf()
     conf.set_override('incomplete_consumer_project_id', 'legacy-p', group='placement')
     conf.set_override('incomplete_consumer_user_id', 'legacy-u', group='placement')
@@ -329,25 +335,22 @@ def test_incomplete_consumer_project_and_user_are_configurable(database):
 
 
 def _full(total):
-    from placement_server.schemas import inventory
-    return dict(inventory.DEFAULTS, total=total)
+    return dict(inventory_schema.DEFAULTS, total=total)
 
 
 def test_db_functions_compose_into_one_reshape_transaction(api, database):
     # The reshaper's pattern: interim inventory (old + new classes), move
     # the consumer's allocations, final inventory; all in one transaction.
-    from placement_server import errors
-    from placement_server.db import allocations, inventories, providers
     rp = make_provider(api, 'cn1', {'VCPU': {'total': 8}})
     consumer = str(uuid.uuid4())
     assert api.put('/allocations/%s' % consumer, body({rp: {'resources': {'VCPU': 2}}}),
                    version=V).status_int == 204
     with database.writer() as conn:
         provider = providers.get(conn, rp)
-        inventories.replace_inventories(conn, provider, {'VCPU': _full(8), 'DISK_GB': _full(50)})
-        allocations.replace_allocations(conn, consumer, {rp: {'DISK_GB': 5}}, 'proj', 'user',
+        inventories_db.replace_inventories(conn, provider, {'VCPU': _full(8), 'DISK_GB': _full(50)})
+        allocations_db.replace_allocations(conn, consumer, {rp: {'DISK_GB': 5}}, 'proj', 'user',
                                         consumer_generation=1, consumer_type='INSTANCE')
-        inventories.replace_inventories(conn, providers.get(conn, rp), {'DISK_GB': _full(50)})
+        inventories_db.replace_inventories(conn, providers.get(conn, rp), {'DISK_GB': _full(50)})
     assert usages(api, rp) == {'DISK_GB': 5}
     assert generation(api, rp) == 5   # 1 + interim + allocations + final
     assert api.get('/allocations/%s' % consumer, version=V).json['consumer_generation'] == 2
@@ -355,9 +358,9 @@ def test_db_functions_compose_into_one_reshape_transaction(api, database):
     # A failure at any step (here: a claim over capacity) leaves nothing.
     with pytest.raises(errors.Conflict, match='exceed the capacity'):
         with database.writer() as conn:
-            inventories.replace_inventories(conn, providers.get(conn, rp),
+            inventories_db.replace_inventories(conn, providers.get(conn, rp),
                                             {'DISK_GB': _full(50), 'VCPU': _full(4)})
-            allocations.replace_allocations(conn, consumer, {rp: {'VCPU': 5}}, 'proj', 'user',
+            allocations_db.replace_allocations(conn, consumer, {rp: {'VCPU': 5}}, 'proj', 'user',
                                             consumer_generation=2)
     resp = api.get('/resource_providers/%s/inventories' % rp, version=V)
     assert sorted(resp.json['inventories']) == ['DISK_GB']
