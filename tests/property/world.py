@@ -5,6 +5,7 @@ aggregates; writing the rows directly keeps those tests independent of the
 other endpoints, and the in-memory copy is what the brute-force reference
 (tests/property/reference.py) reads.
 """
+import contextlib
 import dataclasses
 import uuid as uuidlib
 
@@ -46,6 +47,30 @@ class World:
     def __init__(self, db):
         self.db = db
         self.providers = {}     # uuid -> Provider
+        self._batch = None
+
+    @contextlib.contextmanager
+    def batch(self):
+        """Write everything done inside the block in one transaction."""
+        with self.db.writer() as conn:
+            self._batch = conn
+            try:
+                yield self
+            finally:
+                self._batch = None
+
+    @contextlib.contextmanager
+    def _writer(self):
+        if self._batch is not None:
+            yield self._batch
+        else:
+            with self.db.writer() as conn:
+                yield conn
+
+    def ensure_traits(self, *names):
+        with self._writer() as conn:
+            for name in names:
+                self._id_of(conn, 'traits', 'name', name)
 
     def _id_of(self, conn, table, column, value, **extra):
         tbl = tables.metadata.tables[table]
@@ -58,7 +83,7 @@ class World:
     def provider(self, name, parent=None, uuid=None):
         uuid = uuid or str(uuidlib.uuid4())
         rp = tables.resource_providers
-        with self.db.writer() as conn:
+        with self._writer() as conn:
             new_id = conn.execute(rp.insert().values(
                 uuid=uuid, name=name, generation=0, created_at=api.utcnow(),
                 parent_provider_id=parent.id if parent else None)).inserted_primary_key[0]
@@ -74,7 +99,7 @@ class World:
         inv = Inventory(total, **kw)
         if inv.max_unit is None:
             inv.max_unit = total
-        with self.db.writer() as conn:
+        with self._writer() as conn:
             rc_id = self._id_of(conn, 'resource_classes', 'name', rc)
             conn.execute(tables.inventories.insert().values(
                 resource_provider_id=prov.id, resource_class_id=rc_id,
@@ -83,7 +108,7 @@ class World:
         return inv
 
     def traits(self, prov, *names):
-        with self.db.writer() as conn:
+        with self._writer() as conn:
             for name in names:
                 trait_id = self._id_of(conn, 'traits', 'name', name)
                 conn.execute(tables.resource_provider_traits.insert().values(
@@ -91,7 +116,7 @@ class World:
         prov.traits |= set(names)
 
     def aggregate(self, prov, *agg_uuids):
-        with self.db.writer() as conn:
+        with self._writer() as conn:
             for agg in agg_uuids:
                 agg_id = self._id_of(conn, 'placement_aggregates', 'uuid', agg)
                 conn.execute(tables.resource_provider_aggregates.insert().values(
@@ -100,7 +125,7 @@ class World:
         prov.aggregates |= set(agg_uuids)
 
     def allocate(self, prov, rc, used, consumer=None):
-        with self.db.writer() as conn:
+        with self._writer() as conn:
             rc_id = self._id_of(conn, 'resource_classes', 'name', rc)
             conn.execute(tables.allocations.insert().values(
                 resource_provider_id=prov.id, resource_class_id=rc_id, used=used,
