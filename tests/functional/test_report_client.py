@@ -434,3 +434,15 @@ def test_converges_while_another_writer_races_in_a_thread(placement):
     assert tree.get(ROOT).inventories['VCPU'] == inventory(total)
     assert len(written) >= 10 and tree.get(ROOT).traits == set(written[-1])
     assert client.sync(desired).requests == 0
+
+
+def test_a_device_replaced_under_the_same_name(placement):
+    client = placement.client()
+    client.sync(host())
+    new_gpu = stable_uuid('test-host', 'gpu0', 'replaced')
+    result = client.sync(host(gpus=(new_gpu, GPU1)))
+    assert result.errors == []
+    assert result.deleted == [GPU0] and result.created == [new_gpu]
+    tree = client.fetch_tree(ROOT)
+    assert tree.get('test-host_gpu0').uuid == new_gpu
+    assert tree.get(new_gpu).inventories == {'VGPU': inventory(4)}

@@ -68,9 +68,12 @@ class ProviderSync:
                 setattr(provider, part, getattr(provider, part) | foreign)
         return provider
 
-    def own(self, provider):
-        self.state.owned[provider.uuid] = {'traits': set(provider.traits),
-                                           'aggregates': set(provider.aggregates)}
+    def own(self, uuid, parts=('traits', 'aggregates')):
+        """Remember that placement now holds the host's ``parts`` of ``uuid``."""
+        desired = self.desired.get(uuid)
+        owned = self.state.owned.setdefault(uuid, {})
+        for part in parts:
+            owned[part] = set(getattr(desired, part))
 
     def known_subset(self):
         uuids = set()
@@ -87,9 +90,10 @@ class ProviderSync:
     def run(self):
         wanted = self.effective_tree()
         plan = diff_mod.diff(wanted, self.known_subset())
+        changing = {c.uuid for c in plan.update} | {p.uuid for p in plan.create}
+        for uuid in self.desired.uuids() - changing:
+            self.own(uuid)
         if not plan:
-            for provider in self.desired.providers():
-                self.own(provider)
             return
         resources.ensure_custom_names(
             self.http,
@@ -97,6 +101,9 @@ class ProviderSync:
             {t for p in wanted.providers() for t in p.traits},
             self.state.ensured)
         moves = self.moves_needing_reshape(plan, wanted)
+        # a provider replaced by a new one of the same name must go first
+        names = {p.name for p in plan.create}
+        self.delete([p for p in plan.delete if p.name in names])
         failed = set()
         for provider in plan.create:
             if provider.parent_uuid in failed:
@@ -109,10 +116,6 @@ class ProviderSync:
         plan = diff_mod.diff(wanted, self.known_subset())
         for change in plan.update:
             self.write(change)
-        for provider in self.desired.providers():
-            if provider.uuid not in failed and not any(
-                    e.provider == provider.uuid for e in self.result.errors):
-                self.own(provider)
         self.delete(plan.delete)
 
     def create(self, provider):
@@ -174,12 +177,16 @@ class ProviderSync:
                     change.uuid))
                 break
             self.apply(change, field, resp)
+            if field in ('traits', 'aggregates'):
+                self.own(change.uuid, (field,))
             written.append(field)
             # one PUT of the provider writes both its name and its parent
             same_put = ('name', 'parent') if field in ('name', 'parent') else (field,)
             change = diff_mod.ProviderChange(
                 change.desired, self.known.get(change.uuid),
                 tuple(f for f in change.fields if f not in same_put))
+        for part in {'traits', 'aggregates'} - set(change.fields):
+            self.own(change.uuid, (part,))      # already as the host wants
         if written and change.uuid not in self.result.created:
             self.result.updated.setdefault(change.uuid, []).extend(written)
 

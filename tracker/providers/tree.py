@@ -8,7 +8,7 @@ report client can share one tree across threads.
 """
 import threading
 
-from tracker.providers.provider import Provider
+from tracker.providers.provider import Provider  # noqa: F401 (re-exported)
 
 
 class ProviderTree:
