@@ -350,14 +350,16 @@ def test_renamed_and_reparented_providers(placement):
     assert tree.get(GPU1).parent_uuid == NUMA0
 
 
-def test_an_older_microversion_still_syncs(placement):
-    client = placement.client(microversion='1.26')
-    assert client.microversion == '1.26'
-    client.sync(host(vgpu_on_root=True))
+@pytest.mark.parametrize('version', ['1.14', '1.26'])
+def test_an_older_microversion_still_syncs(placement, version):
+    client = placement.client(microversion=version)
+    assert client.microversion == version
+    assert client.sync(host(vgpu_on_root=True)).errors == []
+    assert client.sync(host(vgpu_on_root=True)).requests == 0
     vm1 = Instance(VM1, project_id='p', user_id='u', allocations={ROOT: {'VGPU': 1}})
     assert client.sync_allocations(ROOT, [vm1]).errors == []
     assert client.aggregate_add_host(AGG, 'test-host') is True
-    result = client.sync(host())     # a reshape is needed but 1.26 has none
+    result = client.sync(host())     # a reshape is needed: none before 1.30
     assert errors.ReshapeUnsupported in [type(e) for e in result.errors]
     assert 'VGPU' in get(placement, '/resource_providers/%s/inventories'
                          % ROOT)['inventories']
