@@ -41,10 +41,28 @@ class NoAuth2:
         return self.app(environ, start_response)
 
 
+def keystone_conf_missing(conf):
+    """The [keystone_authtoken] options auth_token cannot work without and
+    that ``conf`` lacks (registering the group's options as needed)."""
+    from keystoneauth1 import loading
+    from keystonemiddleware.auth_token import _opts   # its oslo.config.opts entry point
+
+    for group, opts in _opts.list_opts():
+        conf.register_opts(opts, group=group)
+    loading.register_auth_conf_options(conf, 'keystone_authtoken')
+    return [name for name in ('www_authenticate_uri', 'auth_type')
+            if not getattr(conf.keystone_authtoken, name, None)]
+
+
 def keystone(app, conf):
     """keystonemiddleware's auth_token, configured from [keystone_authtoken]."""
     from keystonemiddleware import auth_token
 
+    missing = keystone_conf_missing(conf)
+    if missing:
+        # Fail when the server loads the app, not with a 500 per request.
+        raise RuntimeError('auth strategy keystone needs [keystone_authtoken] %s'
+                           % ' and '.join(missing))
     inner = auth_token.AuthProtocol(app, {'oslo_config_config': conf})
 
     def middleware(environ, start_response):

@@ -16,6 +16,7 @@ import socket
 import sys
 import tempfile
 
+from placement_server import auth
 from placement_server import cmd
 from placement_server.db import migration
 
@@ -57,15 +58,7 @@ def _check_port_free(host, port):
 def _check_keystone(conf):
     """Refuse to start a keystone-authenticated server that cannot reach
     keystone: every request would fail."""
-    from keystoneauth1 import loading
-    from keystonemiddleware.auth_token import _opts   # its oslo.config.opts entry point
-
-    for group, opts in _opts.list_opts():
-        conf.register_opts(opts, group=group)
-    loading.register_auth_conf_options(conf, 'keystone_authtoken')
-    group = conf.keystone_authtoken
-    missing = [name for name in ('www_authenticate_uri', 'auth_type')
-               if not getattr(group, name, None)]
+    missing = auth.keystone_conf_missing(conf)
     if missing:
         raise cmd.CommandError(
             'placement-server: auth strategy keystone needs [keystone_authtoken] %s '
