@@ -117,7 +117,8 @@ def _expect(timed):
     return resp
 
 
-def workload(shape, providers):
+def workload(shape, providers, allocations=None, requests=REQUESTS):
+    allocations = ALLOCATIONS[shape] if allocations is None else allocations
     query = '/allocation_candidates?' + QUERIES[shape]
 
     def run(clients):
@@ -148,7 +149,7 @@ def workload(shape, providers):
                     timed[name].add(*clients[name].call('GET', query, version='latest'))
 
         time_candidates(0)
-        for i in range(ALLOCATIONS[shape]):
+        for i in range(allocations):
             for name in in_turn(i):
                 client = clients[name]
                 resp = _expect(client.call('GET', query + '&limit=5', version='latest'))
@@ -164,13 +165,13 @@ def workload(shape, providers):
                 client, samples = clients[name], loaded[name]
                 _, wall = harness.concurrently(
                     lambda: samples.add(*client.call('GET', query, version='latest')),
-                    REQUESTS // ROUNDS, CONCURRENCY)
+                    requests // ROUNDS, CONCURRENCY)
                 walls[name] += wall
         for name, result in results.items():
             result['timed candidates'] = timed[name].summary()
             result['allocation writes'] = writes[name].summary()
             result['candidates under load'] = loaded[name].summary()
-            result['throughput_rps'] = round(REQUESTS / walls[name], 1)
+            result['throughput_rps'] = round(requests / walls[name], 1)
         return results
     return run
 
