@@ -65,8 +65,8 @@ def view_query():
 
 
 def get_view(conn, uuid):
-    """The provider as the API shows it, or 404."""
-    row = conn.execute(view_query().where(RP.c.uuid == uuid)).mappings().first()
+    """The provider as the API shows it (a Row: attribute access), or 404."""
+    row = conn.execute(view_query().where(RP.c.uuid == uuid)).first()
     if row is None:
         # Upstream gives this 404 no specific code.
         raise errors.NotFound('No resource provider with uuid %s found' % uuid)

@@ -27,19 +27,19 @@ def renderer(req):
     nested = version >= (1, 14)
 
     def render(row):
-        base = '/resource_providers/' + row['uuid']
-        body = {'uuid': row['uuid'], 'name': row['name'],
-                'generation': row['generation'],
+        # Rows are plain (attribute access): no per-row mapping wrapper.
+        base = '/resource_providers/' + row.uuid
+        body = {'uuid': row.uuid, 'name': row.name, 'generation': row.generation,
                 'links': [{'rel': rel, 'href': base + suffix} for rel, suffix in links]}
         if nested:
-            body['parent_provider_uuid'] = row['parent_provider_uuid']
-            body['root_provider_uuid'] = row['root_provider_uuid']
+            body['parent_provider_uuid'] = row.parent_provider_uuid
+            body['root_provider_uuid'] = row.root_provider_uuid
         return body
     return render
 
 
 def _modified(row):
-    return row['updated_at'] or row['created_at']
+    return row.updated_at or row.created_at
 
 
 @api.retry_on_deadlock
@@ -96,7 +96,7 @@ def list_resource_providers(req):
     with req.db.reader() as conn:
         where = provider_filters.conditions(conn, **filters)
         rows = conn.execute(db.view_query().where(sa.and_(sa.true(), *where))
-                            .order_by(db.RP.c.id)).mappings().all()
+                            .order_by(db.RP.c.id)).all()
     render = renderer(req)
     return util.json_response(
         req, {'resource_providers': [render(r) for r in rows]},
