@@ -8,6 +8,7 @@ on the wire (a requests hook below the client):
   first sync       empty placement -> the whole tree
   steady sync      the same host again (should send nothing)
   one-change sync  one device's inventory total changes
+  refresh sync     the same host once the association refresh is due
   fetch tree       read the whole tree back (what the audit does)
 
 Against: ours in process (PlacementDirect), and ours and upstream as real
@@ -31,7 +32,7 @@ from placement_server.direct import PlacementDirect  # noqa: E402
 from tests.functional.report_client_fixtures import Placement, http_adapter  # noqa: E402
 from tracker.providers.provider import Provider, inventory, stable_uuid  # noqa: E402
 
-STEPS = ('first sync', 'steady sync', 'one-change sync', 'fetch tree')
+STEPS = ('first sync', 'steady sync', 'one-change sync', 'refresh sync', 'fetch tree')
 
 
 def big_host(count):
@@ -78,6 +79,8 @@ def measure(placement, count):
     desired[-1].inventories = {rc: inventory(rec['total'] + 1)
                                for rc, rec in desired[-1].inventories.items()}
     step('one-change sync', lambda: client.sync(desired))
+    client._fetched.clear()      # as if association_refresh_interval passed
+    step('refresh sync', lambda: client.sync(desired))
     step('fetch tree', lambda: client.fetch_tree(root))
     return out
 

@@ -167,7 +167,7 @@ class ReportClient:
             try:
                 for root in roots:
                     if self._due(self._fetched, root.uuid):
-                        self._read_tree(root.uuid)
+                        self._read_tree(root.uuid, reuse=True)
                 for attempt in range(self.conflict_retries + 1):
                     try:
                         sync_mod.ProviderSync(self, desired, instances, result).run()
@@ -194,8 +194,9 @@ class ReportClient:
         with self._lock:
             return list(self.sharing.get(root_uuid, []))
 
-    def _read_tree(self, root_uuid):
-        tree = resources.fetch_tree(self.http, root_uuid)
+    def _read_tree(self, root_uuid, reuse=False):
+        """Reread the tree; ``reuse``: only providers whose generation moved."""
+        tree = resources.fetch_tree(self.http, root_uuid, self.known if reuse else None)
         if root_uuid in self.known:
             self.known.remove(root_uuid)
         for provider in tree.providers():
@@ -236,7 +237,7 @@ class ReportClient:
         """{consumer: record} for every consumer holding resources in the tree."""
         with self._lock:
             if self._due(self._fetched, root_uuid):
-                self._read_tree(root_uuid)
+                self._read_tree(root_uuid, reuse=True)
             uuids = {p.uuid for p in self.known.subtree(root_uuid)} \
                 if root_uuid in self.known else set()
             self._consumers[root_uuid] = alloc_mod.for_tree(self.http, uuids)

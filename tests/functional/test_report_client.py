@@ -379,7 +379,10 @@ def test_associations_written_by_others_are_refreshed_on_the_interval(placement)
     client._fetched[ROOT] -= client.refresh_interval   # the interval passes
     result = client.sync(host())
     assert result.errors == [] and not result.changed
-    assert placement.since(marker)[0] == ('GET', '/resource_providers')
+    # one listing, and a reread of the one provider whose generation moved
+    assert placement.since(marker) == [('GET', '/resource_providers')] + [
+        ('GET', '/resource_providers/%s/%s' % (NUMA0, part))
+        for part in ('inventories', 'traits', 'aggregates')]
     assert client.fetch_tree(ROOT).get(NUMA0).traits == {'CUSTOM_FROM_OPERATOR'}
 
 

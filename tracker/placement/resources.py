@@ -68,8 +68,16 @@ def fetch_provider(http, uuid):
     return fill(http, from_listing(resp.body))
 
 
-def fetch_tree(http, root_uuid):
-    """Every provider of the tree rooted at ``root_uuid``, filled in."""
+def fetch_tree(http, root_uuid, known=None):
+    """Every provider of the tree rooted at ``root_uuid``, filled in.
+
+    With ``known`` (a ProviderTree), a provider whose generation did not
+    move is taken from it instead of being read again: every change to
+    inventories, traits or aggregates bumps the generation (aggregates
+    only from 1.19, so before that everything is read).
+    """
+    if known is not None and not http.supports('aggregate_generation'):
+        known = None
     listing = [from_listing(item) for item in list_providers(http, in_tree=root_uuid)]
     tree = tree_mod.ProviderTree()
     pending = listing
@@ -80,7 +88,12 @@ def fetch_tree(http, root_uuid):
             raise errors.PlacementError('tree %s: providers whose parents are not '
                                         'in the tree' % root_uuid)
         for provider in placed:
-            if fill(http, provider) is not None:
+            cached = known.find(provider.uuid) if known is not None else None
+            if cached is not None and cached.generation == provider.generation:
+                provider.inventories = cached.inventories
+                provider.traits, provider.aggregates = cached.traits, cached.aggregates
+                tree.add(provider)
+            elif fill(http, provider) is not None:
                 tree.add(provider)
         pending = [p for p in pending if p not in placed]
     return tree
