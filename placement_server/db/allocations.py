@@ -60,8 +60,10 @@ def _lock_providers(conn, uuids):
     """{uuid: row} of the providers, locked in id order; 400 if one is missing."""
     if not uuids:
         return {}
+    # key_share: PostgreSQL's FOR NO KEY UPDATE, which still lets other
+    # transactions insert rows referencing these providers (traits...).
     rows = conn.execute(sa.select(RP).where(RP.c.uuid.in_(uuids))
-                        .order_by(RP.c.id).with_for_update()).mappings().all()
+                        .order_by(RP.c.id).with_for_update(key_share=True)).mappings().all()
     found = {r['uuid']: r for r in rows}
     for uuid in sorted(set(uuids) - set(found)):
         raise errors.BadRequest("Allocation for resource provider '%s' that "
