@@ -53,8 +53,6 @@ def write_conf(path, placement_url, host_file, hostname, rpc=False,
               '[fake]', 'host_file = %s' % host_file,
               '[placement]', 'auth_type = admin_token', 'token = admin',
               'endpoint = %s' % placement_url,
-              # TODO(agent): drop once [placement] stops requiring auth_url
-              'auth_url = %s' % placement_url,
               'connect_retries = 0']
     with open(str(path), 'w') as f:
         f.write('\n'.join(lines) + '\n')
@@ -70,16 +68,18 @@ def run(command, conf_path, *args, timeout=60):
 class AgentProcess:
     """``tracker-agent`` as systemd would run it."""
 
-    def __init__(self, conf_path, log_path):
+    def __init__(self, conf_path, log_path, env=None):
         self.conf_path = conf_path
         self.log_path = str(log_path)
+        self.env = env
         self.proc = None
 
     def start(self):
         with open(self.log_path, 'ab') as log:
             self.proc = subprocess.Popen(
                 [os.path.join(BIN, 'tracker-agent'), '--config-file', self.conf_path],
-                stdout=log, stderr=subprocess.STDOUT)
+                stdout=log, stderr=subprocess.STDOUT,
+                env=dict(os.environ, **(self.env or {})))
         return self
 
     def log(self):

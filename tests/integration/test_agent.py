@@ -29,8 +29,8 @@ def host(tmp_path):
 def agents(tmp_path):
     started = []
 
-    def start(conf_path):
-        agent = env.AgentProcess(conf_path, tmp_path / 'agent.log').start()
+    def start(conf_path, environ=None):
+        agent = env.AgentProcess(conf_path, tmp_path / 'agent.log', environ).start()
         started.append(agent)
         return agent
     yield start
@@ -341,3 +341,40 @@ def test_aggregate_sync_survives_the_agent_and_reruns(placement_servers, host, a
     out = env.run('tracker-manage', conf, 'aggregates', 'sync', '--file', str(agg_file))
     assert out.returncode == 0, out.stdout + out.stderr
     assert members() == {rack}
+
+
+def test_daemon_speaks_systemd_and_reloads_on_sighup(server, host, agents, tmp_path):
+    import signal
+    import socket
+
+    write, path = host
+    write(env.describe_host(HOST))
+    conf = env.write_conf(tmp_path / 'tracker.conf', server.url, path, HOST, interval=30)
+    sock_path = str(tmp_path / 'notify.sock')
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(sock_path)
+    sock.settimeout(15)
+    try:
+        agent = agents(conf, {'NOTIFY_SOCKET': sock_path, 'WATCHDOG_USEC': '1000000'})
+        messages = [sock.recv(4096).decode() for _ in range(4)]
+        assert messages[0].startswith('READY=1')
+        assert 'WATCHDOG=1' in messages[1:]      # every 0.5 s while waiting 30 s
+
+        with open(conf) as f:
+            text = f.read()
+        with open(conf, 'w') as f:
+            f.write(text.replace('interval = 30', 'interval = 7'))
+        agent.proc.send_signal(signal.SIGHUP)
+        env.wait_for(lambda: 'configuration reloaded: every 7s' in agent.log(),
+                     what='the reload')
+        assert agent.stop() == 0
+        rest = []
+        while True:
+            message = sock.recv(4096).decode()
+            rest.append(message)
+            if message == 'STOPPING=1':
+                break
+    finally:
+        sock.close()
+    assert rest[-1] == 'STOPPING=1'
+    assert 'Traceback' not in agent.log()
