@@ -1,3 +1,55 @@
-"""Placeholder: the owner fills this in."""
+"""POST /reshaper (1.30): replace inventories and allocations atomically."""
+from placement_server import errors
+from placement_server import util
+from placement_server.db import allocations
+from placement_server.db import api
+from placement_server.db import inventories
+from placement_server.db import reshaper as db
+from placement_server.schemas import inventory as inventory_schema
+from placement_server.schemas import reshaper as schema
 
-ROUTES = []
+
+def _uuid(value, what):
+    try:
+        return util.normalize_uuid(value)
+    except ValueError:
+        raise errors.BadRequest('Malformed %s uuid: %s' % (what, value))
+
+
+def _inventories(data):
+    result = {}
+    for rp_uuid, part in data.items():
+        rp_uuid = _uuid(rp_uuid, 'resource provider')
+        records = {}
+        for rc, record in part['inventories'].items():
+            records[rc] = dict(inventory_schema.DEFAULTS, **record)
+        inventories.check_capacity(rp_uuid, records, reserved_may_equal_total=True)
+        result[rp_uuid] = (part['resource_provider_generation'], records)
+    return result
+
+
+def _consumers(data):
+    return [allocations.ConsumerAllocations(
+        _uuid(consumer, 'consumer'),
+        {_uuid(rp, 'resource provider'): entry['resources']
+         for rp, entry in part['allocations'].items()},
+        part['project_id'], part['user_id'], part['consumer_generation'],
+        part.get('consumer_type'))
+        for consumer, part in data.items()]
+
+
+@util.since('1.30')
+@api.retry_on_deadlock
+def reshape(req):
+    req.context.can('placement:reshaper:reshape')
+    data = util.extract_json(req, schema.for_version(req.version))
+    wanted = _inventories(data['inventories'])
+    consumers = _consumers(data['allocations'])
+    with req.db.writer() as conn:
+        db.reshape(conn, wanted, consumers)
+    return util.no_content()
+
+
+ROUTES = [
+    ('/reshaper', {'POST': reshape}),
+]

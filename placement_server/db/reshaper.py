@@ -1,0 +1,49 @@
+"""The reshaper: new inventories and moved allocations, all or nothing.
+
+Used when a provider tree changes shape under running consumers (a vGPU
+inventory moving from the compute node to a child provider): inventories
+and allocations are replaced in the caller's one transaction, so any
+error leaves every row as it was.
+"""
+from placement_server import errors
+from placement_server.db import allocations
+from placement_server.db import inventories as inventories_db
+from placement_server.db import providers
+
+
+def _provider(conn, uuid):
+    try:
+        return providers.get(conn, uuid, for_update=True)
+    except errors.NotFound:
+        raise errors.BadRequest('Resource provider %s in inventories not found.' % uuid,
+                                code=errors.PROVIDER_NOT_FOUND)
+
+
+def reshape(conn, inventories, consumers):
+    """Replace inventories, then allocations, in ``conn``'s transaction.
+
+    ``inventories`` is {provider uuid: (generation, {class: fields})};
+    ``consumers`` a list of allocations.ConsumerAllocations. A class a
+    provider loses stays until the allocations have moved off it, then
+    goes (409 placement.inventory.inuse if something still uses it).
+    """
+    removing_later = []
+    for uuid in sorted(inventories):
+        generation, wanted = inventories[uuid]
+        row = _provider(conn, uuid)
+        if generation != row['generation']:
+            raise providers.ConcurrentUpdate(
+                'resource provider generation conflict for provider %s: '
+                'actual: %d, given: %d' % (uuid, row['generation'], generation))
+        current = inventories_db.get_all(conn, row['id'])
+        leaving = set(current) - set(wanted)
+        interim = dict(wanted)
+        interim.update({rc: current[rc] for rc in leaving})
+        inventories_db.replace_inventories(conn, row, interim, generation)
+        if leaving:
+            removing_later.append(uuid)
+    if consumers:
+        allocations.write(conn, consumers)
+    for uuid in removing_later:
+        row = providers.get(conn, uuid)
+        inventories_db.replace_inventories(conn, row, inventories[uuid][1])
