@@ -130,3 +130,27 @@ def test_concurrent_inventory_writers_one_wins(urls, new_class):
     status, body = call('GET', '%s/resource_providers/%s/inventories' % (urls[1], rp))
     assert body == winners[0]
     assert body['resource_provider_generation'] == 2
+
+
+def test_concurrent_writers_of_one_consumer_one_wins(urls):
+    rp = make_provider(urls[0], {'VCPU': {'total': 100}})
+    consumer = '%s/allocations/%s' % ('%s', uuid.uuid4())
+
+    def write(i, generation):
+        return call('PUT', consumer % urls[i % len(urls)], {
+            'allocations': {rp: {'resources': {'VCPU': 1 + i}}},
+            'project_id': 'p', 'user_id': 'u', 'consumer_generation': generation,
+            'consumer_type': 'INSTANCE'})
+
+    # Creating it (null: "I expect a new consumer"), then updating it from
+    # generation 1: each time exactly one writer can go first.
+    for generation in (None, 1):
+        results = all_at_once(20, lambda i: write(i, generation))
+        assert sorted(status for status, _ in results) == [204] + [409] * 19, results
+        for status, body in results:
+            if status == 409:
+                assert body['errors'][0]['code'] == 'placement.concurrent_update'
+    status, body = call('GET', consumer % urls[1])
+    assert body['consumer_generation'] == 2
+    status, usage = call('GET', '%s/resource_providers/%s/usages' % (urls[1], rp))
+    assert usage['usages']['VCPU'] == body['allocations'][rp]['resources']['VCPU']
