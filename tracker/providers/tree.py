@@ -16,6 +16,7 @@ class ProviderTree:
     def __init__(self, providers=()):
         self._lock = threading.RLock()
         self._by_uuid = {}      # uuid -> Provider (our own copy)
+        self._by_name = {}      # name -> uuid
         for provider in providers:
             self.add(provider)
 
@@ -83,19 +84,20 @@ class ProviderTree:
             if provider.uuid in self._by_uuid:
                 raise ValueError('provider %s is already in the tree'
                                  % provider.uuid)
-            if self._find_name(provider.name) is not None:
+            if provider.name in self._by_name:
                 raise ValueError('a provider named %r is already in the tree'
                                  % provider.name)
             if provider.parent_uuid and provider.parent_uuid not in self._by_uuid:
                 raise ValueError('provider %s: parent %s is not in the tree'
                                  % (provider.uuid, provider.parent_uuid))
             self._by_uuid[provider.uuid] = provider.copy()
+            self._by_name[provider.name] = provider.uuid
 
     def put(self, provider):
         """Add the provider, or replace the one with its uuid."""
         with self._lock:
             if provider.uuid in self._by_uuid:
-                self._by_uuid[provider.uuid] = provider.copy()
+                self._replace(provider.copy())
             else:
                 self.add(provider)
 
@@ -105,18 +107,18 @@ class ProviderTree:
             gone = [p.uuid for p in self._ordered()
                     if uuid in self._lineage(p.uuid)]
             for each in gone:
-                del self._by_uuid[each]
+                self._by_name.pop(self._by_uuid.pop(each).name, None)
             return gone
 
     def update(self, uuid, **fields):
         """Change some fields of one provider (generation, traits, ...)."""
         with self._lock:
-            current = self._by_uuid[uuid]
+            current = self._by_uuid[uuid].copy()
             for name, value in fields.items():
                 if not hasattr(current, name):
                     raise AttributeError(name)
                 setattr(current, name, value)
-            self._by_uuid[uuid] = current.copy()
+            self._replace(current.copy())
 
     # -- internals (lock held) ---------------------------------------------
 
@@ -124,7 +126,15 @@ class ProviderTree:
         return self._by_uuid.get(name_or_uuid) or self._find_name(name_or_uuid)
 
     def _find_name(self, name):
-        return next((p for p in self._by_uuid.values() if p.name == name), None)
+        uuid = self._by_name.get(name)
+        return self._by_uuid[uuid] if uuid is not None else None
+
+    def _replace(self, provider):
+        old = self._by_uuid[provider.uuid]
+        if self._by_name.get(old.name) == old.uuid:
+            del self._by_name[old.name]
+        self._by_uuid[provider.uuid] = provider
+        self._by_name[provider.name] = provider.uuid
 
     def _lineage(self, uuid):
         """uuid, its parent, ... up to the root within this tree."""

@@ -119,3 +119,15 @@ def test_removed_resource_classes():
     desired = Provider('r', 'cn1', inventories={'VCPU': inventory(8)})
     change = diff_mod.diff([desired], [known]).update[0]
     assert change.removed_resource_classes() == {'VGPU'}
+
+
+def test_a_renamed_provider_is_found_by_its_new_name_only():
+    tree = ProviderTree(host())
+    tree.update('n0', name='cn1_cell0')
+    assert tree.get('cn1_cell0').uuid == 'n0'
+    assert tree.find('cn1_numa0') is None
+    tree.put(Provider('n0', 'cn1_numa0', 'r'))
+    assert tree.find('cn1_cell0') is None and tree.get('cn1_numa0').uuid == 'n0'
+    tree.remove('n0')
+    assert tree.find('cn1_numa0') is None and tree.find('cn1_gpu0') is None
+    tree.add(Provider('x', 'cn1_numa0', 'r'))      # the name is free again
