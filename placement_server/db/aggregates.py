@@ -51,6 +51,7 @@ def set_for_provider(conn, uuid, aggregate_uuids, generation=None):
     """
     row = providers.get(conn, uuid, for_update=True)
     if generation is not None:
+        providers.check_generation(row, generation)
         providers.increment_generation(conn, row['id'], generation)
     wanted = set(ensure(conn, aggregate_uuids).values())
     have = set(conn.scalars(sa.select(RPA.c.aggregate_id)

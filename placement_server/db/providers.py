@@ -30,6 +30,16 @@ def get(conn, uuid, for_update=False):
     return row
 
 
+def check_generation(row, expected):
+    """409 concurrent_update unless the provider ``row`` (read for update)
+    is at generation ``expected``. Compared in Python first, so an absurd
+    client value (2**70) is a 409, not a database overflow."""
+    if row['generation'] != expected:
+        raise ConcurrentUpdate(
+            "Resource provider's generation already changed. Please update "
+            "the generation and try again.")
+
+
 def increment_generation(conn, provider_id, expected):
     """generation += 1 if it is still ``expected``; else 409 concurrent_update.
 

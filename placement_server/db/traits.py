@@ -69,13 +69,6 @@ def of_provider(conn, provider_id):
         .order_by(TRAITS.c.name)).mappings().all()
 
 
-def _check_generation(row, expected):
-    if row['generation'] != expected:
-        raise providers.ConcurrentUpdate(
-            "Resource provider's generation already changed. Please update "
-            "the generation and try again.")
-
-
 def set_for_provider(conn, uuid, names, generation):
     """Replace the provider's traits with ``names`` (all must exist).
 
@@ -84,7 +77,7 @@ def set_for_provider(conn, uuid, names, generation):
     Returns the provider row after the write.
     """
     row = providers.get(conn, uuid, for_update=True)
-    _check_generation(row, generation)
+    providers.check_generation(row, generation)
     wanted = provider_filters.trait_ids(conn, set(names), 'No such trait %s')
     have = set(conn.scalars(sa.select(RPT.c.trait_id)
                             .where(RPT.c.resource_provider_id == row['id'])))

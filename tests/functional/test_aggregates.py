@@ -115,3 +115,10 @@ def test_shared_aggregate_and_provider_delete(api):
     assert api.delete('/resource_providers/%s' % RP1).status_int == 204
     resp = api.get('/resource_providers/%s/aggregates' % RP2, version='1.1')
     assert resp.json == {'aggregates': [AGG1, AGG2]}
+
+
+def test_absurd_generation_is_409_not_500(api):
+    _provider(api, RP1, 'cn1')
+    for generation in (2 ** 70, -2 ** 70):
+        _error(api.put(PATH, {'aggregates': [AGG1], 'resource_provider_generation': generation},
+                       version='1.23'), 409, 'placement.concurrent_update')

@@ -173,3 +173,10 @@ def test_deleting_a_provider_removes_its_traits(api):
     assert _set(api, RP1, ['CUSTOM_GOLD'], 0).status_int == 200
     assert api.delete('/resource_providers/%s' % RP1).status_int == 204
     assert api.delete('/traits/CUSTOM_GOLD', version='1.6').status_int == 204
+
+
+def test_absurd_generation_is_409_not_500(api):
+    _provider(api, RP1, 'cn1')
+    for generation in (2 ** 70, -2 ** 70):
+        _error(_set(api, RP1, ['HW_CPU_X86_AVX'], generation, version='1.23'), 409,
+               'placement.concurrent_update')
