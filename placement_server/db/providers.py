@@ -45,6 +45,11 @@ def increment_generation(conn, provider_id, expected):
 
     Returns the new generation.
     """
+    if not 0 <= expected < 2 ** 31 - 1:
+        # No provider has such a generation (the column is 32-bit): a
+        # conflict, not a database overflow error.
+        raise ConcurrentUpdate('resource provider generation conflict: no '
+                               'provider has generation %d.' % expected)
     result = conn.execute(
         RP.update()
         .where(RP.c.id == provider_id, RP.c.generation == expected)
