@@ -184,3 +184,17 @@ def test_placement_direct_from_a_placement_conf(tmp_path):
         assert resp.status_code == 400
         assert resp.json()['errors'][0]['code'] == 'placement.undefined'
     assert conf.api.auth_strategy == 'keystone'      # the caller's conf is as it was
+
+
+def test_a_catalog_without_placement_is_unreachable_at_once():
+    from keystoneauth1 import access
+    from keystoneauth1 import fixture as ks_fixture
+    from keystoneauth1.identity import access as access_plugin
+    token = ks_fixture.V3Token()
+    token.add_service('compute').add_standard_endpoints(public='http://nova.example')
+    auth = access_plugin.AccessInfoPlugin(access.create(body=token, auth_token='tok'))
+    adapter = ks_adapter.Adapter(ks_session.Session(auth=auth), service_type='placement')
+    client = ReportClient(fast_retry_conf(retries=3), adapter=adapter)
+    with pytest.raises(errors.PlacementUnreachable, match='EndpointNotFound'):
+        client.sync(host())
+    assert client.counters.requests == 1 and client.counters.retries == 0

@@ -28,3 +28,24 @@ def test_a_client_built_from_placement_options(upstream_placement, tmp_path):
     result = client.sync(host())
     assert result.errors == [] and len(result.created) == 5
     assert client.sync(host()).requests == 0
+
+
+def test_placement_is_found_in_the_service_catalog(upstream_placement):
+    """A keystone catalog naming placement's endpoint is all the client needs."""
+    from keystoneauth1 import access
+    from keystoneauth1 import adapter as ks_adapter
+    from keystoneauth1 import fixture as ks_fixture
+    from keystoneauth1 import session as ks_session
+    from keystoneauth1.identity import access as access_plugin
+    from tracker.report_client import ReportClient
+    token = ks_fixture.V3Token()
+    token.add_service('compute').add_standard_endpoints(public='http://nova.invalid')
+    token.add_service('placement').add_standard_endpoints(public=upstream_placement,
+                                                          internal=upstream_placement)
+    # noauth2 upstream: the token is the user, 'admin'
+    auth = access_plugin.AccessInfoPlugin(access.create(body=token, auth_token='admin'))
+    adapter = ks_adapter.Adapter(ks_session.Session(auth=auth), service_type='placement',
+                                 interface='internal')
+    client = ReportClient(adapter=adapter)
+    assert client.sync(host()).errors == []
+    assert client.fetch_tree(ROOT).get(ROOT).name == 'test-host'

@@ -133,12 +133,13 @@ class Transport:
                     url, method, json=body, microversion=version,
                     global_request_id=self.global_request_id, raise_exc=False,
                     connect_retries=0, status_code_retries=0)
-            except (ks_exc.ConnectionError, ks_exc.EndpointNotFound,
-                    ks_exc.DiscoveryFailure, ks_exc.AuthorizationFailure) as e:
+            except ks_exc.ConnectionError as e:
                 failure = '%s %s: %s' % (method, url, e)
-                if isinstance(e, ks_exc.EndpointNotFound):
-                    # a catalog without placement does not heal by retrying
-                    raise errors.PlacementUnreachable(failure) from e
+            except ks_exc.ClientException as e:
+                # no endpoint in the catalog, credentials refused: retrying
+                # now would not help, the next cycle tries again
+                raise errors.PlacementUnreachable('%s %s: %s: %s' % (
+                    method, url, type(e).__name__, e)) from e
             else:
                 if raw.status_code not in RETRY_STATUS:
                     return _response(raw)
