@@ -8,7 +8,13 @@ on a 409 and refreshed every ``[placement] association_refresh_interval``.
 
 Placement is found in the service catalog (service type ``placement``)
 through the standard keystoneauth options of the ``[placement]`` group, or
-an Adapter is handed in (PlacementDirect, tests).
+an Adapter is handed in (PlacementDirect, tests). Reshapes need the
+``service`` role (placement's default policy for POST /reshaper).
+
+Who owns what: inventories, names and parents of the host's providers are
+the host's, written as discovered. Traits and aggregates are shared: the
+client removes only those it wrote itself and the host no longer reports;
+anything another writer added stays.
 """
 import copy
 import dataclasses
