@@ -451,3 +451,16 @@ def test_a_device_replaced_under_the_same_name(placement):
     tree = client.fetch_tree(ROOT)
     assert tree.get('test-host_gpu0').uuid == new_gpu
     assert tree.get(new_gpu).inventories == {'VGPU': inventory(4)}
+
+
+def test_reshape_folds_gone_children_back_into_the_root(placement):
+    client = placement.client()
+    client.sync(host())
+    vm1 = Instance(VM1, project_id='p', user_id='u', allocations={GPU1: {'VGPU': 3}})
+    assert client.sync_allocations(ROOT, [vm1]).errors == []
+    folded = [p for p in host(vgpu_on_root=True) if p.uuid not in (GPU0, GPU1)]
+    result = client.sync(folded)
+    assert result.errors == [] and result.reshaped
+    assert sorted(result.deleted) == sorted([GPU0, GPU1])
+    assert allocations(placement, VM1) == {ROOT: {'VGPU': 3}}
+    assert client.sync(folded).requests == 0
