@@ -464,3 +464,18 @@ def test_reshape_folds_gone_children_back_into_the_root(placement):
     assert sorted(result.deleted) == sorted([GPU0, GPU1])
     assert allocations(placement, VM1) == {ROOT: {'VGPU': 3}}
     assert client.sync(folded).requests == 0
+
+
+def test_a_restarted_agent_reads_placement_and_writes_nothing(placement):
+    first = placement.client()
+    first.sync(host())
+    vm1 = Instance(VM1, project_id='p', user_id='u', allocations={ROOT: {'VCPU': 2}})
+    first.sync_allocations(ROOT, [vm1])
+    restarted = placement.client()
+    marker = placement.count()
+    result = restarted.sync(host())
+    allocated = restarted.sync_allocations(ROOT, [vm1])
+    assert not result.changed and result.errors == []
+    assert allocated.created == allocated.updated == allocated.deleted == []
+    assert restarted.writes == 0
+    assert {method for method, _ in placement.since(marker)} == {'GET'}
