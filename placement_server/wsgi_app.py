@@ -1,83 +1,12 @@
-"""The placement API as a WSGI application for any WSGI server.
+"""The placement API for any WSGI server: ``placement_server.wsgi_app:application``.
 
-Point uwsgi, gunicorn or mod_wsgi at ``placement_server.wsgi_app:application``.
-Configuration comes, as upstream placement does it, from
-``$OS_PLACEMENT_CONFIG_DIR/placement.conf`` when that variable is set,
-otherwise from oslo.config's usual places (/etc/placement/placement.conf,
-...), and any option can be given by environment variable:
-``OS_<GROUP>__<OPTION>``, e.g. ``OS_PLACEMENT_DATABASE__CONNECTION``.
-
-``placement-server`` uses ``load_conf`` and ``init_application`` directly.
+Configured from ``$OS_PLACEMENT_CONFIG_DIR/placement.conf`` (or
+/etc/placement/placement.conf) and ``OS_<GROUP>__<OPTION>`` environment
+variables; see placement_server.deploy. Importing this module builds the
+application (servers such as uwsgi and mod_wsgi look the name up in the
+module itself), but opens no database connection, so servers may fork
+workers after loading it.
 """
-import os
+from placement_server import deploy
 
-from oslo_config import cfg
-from oslo_log import log as logging
-import sqlalchemy as sa
-
-from placement_server import conf as conf_mod
-from placement_server import middleware
-from placement_server import policy
-from placement_server import wsgi
-from placement_server.db import api as db_api
-from placement_server.db import migration
-
-LOG = logging.getLogger(__name__)
-
-CONFIG_FILE = 'placement.conf'
-
-
-def default_config_files():
-    config_dir = os.environ.get('OS_PLACEMENT_CONFIG_DIR')
-    if config_dir:
-        path = os.path.join(config_dir, CONFIG_FILE)
-        return [path] if os.path.exists(path) else []
-    return cfg.find_config_files(project='placement')
-
-
-def load_conf(args=(), config_files=None):
-    """A ConfigOpts with every placement option, parsed and ready."""
-    conf = cfg.ConfigOpts()
-    conf_mod.register_opts(conf)
-    logging.register_options(conf)
-    policy.register_opts(conf)
-    if config_files is None:
-        config_files = default_config_files()
-    conf(list(args), project='placement', default_config_files=config_files)
-    return conf
-
-
-def open_database(conf):
-    """This process's Database for [placement_database] connection."""
-    url = sa.engine.make_url(conf.placement_database.connection)
-    kwargs = {}
-    if url.get_backend_name() == 'sqlite':
-        if url.database and url.database != ':memory:':
-            os.makedirs(os.path.dirname(os.path.abspath(url.database)), exist_ok=True)
-    else:
-        kwargs = {'pool_size': conf.placement_database.max_pool_size,
-                  'max_overflow': conf.placement_database.max_overflow}
-    return db_api.Database(url, **kwargs)
-
-
-def init_application(conf, db=None):
-    """The full application: operator layers around the API stack."""
-    db = db or open_database(conf)
-    policy.init(conf)
-    if conf.placement_database.sync_on_startup:
-        migration.sync(db)
-        # Servers fork workers after loading the app: hand them no sockets.
-        db.engine.dispose()
-    return middleware.wrap(wsgi.make_app(conf, db), conf, db)
-
-
-def __getattr__(name):
-    # ``application`` is built when a WSGI server asks for it, not when a
-    # test or tool merely imports this module.
-    if name != 'application':
-        raise AttributeError(name)
-    global application
-    conf = load_conf()
-    logging.setup(conf, 'placement')
-    application = init_application(conf)
-    return application
+application = deploy.application_from_environment()

@@ -31,14 +31,14 @@ def add_conf_arguments(parser):
 
 def load_conf(args, overrides=None):
     """The service configuration, with the command line on top."""
-    from placement_server import wsgi_app
+    from placement_server import deploy
     for path in args.config_file or ():
         try:
             open(path).close()
         except OSError as e:
             raise CommandError('cannot read config file %s: %s' % (path, e.strerror))
     try:
-        conf = wsgi_app.load_conf(config_files=args.config_file)
+        conf = deploy.load_conf(config_files=args.config_file)
     except Exception as e:   # oslo.config's parse and value errors
         raise CommandError('bad configuration: %s' % e)
     overrides = dict(overrides or {})
@@ -54,10 +54,10 @@ def load_conf(args, overrides=None):
 
 def open_database(conf):
     """The configured database, or a CommandError saying why not."""
-    from placement_server import wsgi_app
+    from placement_server import deploy
     url = conf.placement_database.connection
     try:
-        db = wsgi_app.open_database(conf)
+        db = deploy.open_database(conf)
         with db.engine.connect() as conn:
             conn.execute(sa.text('SELECT 1'))
     except Exception as e:

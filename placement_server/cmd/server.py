@@ -78,8 +78,8 @@ def _gunicorn_app(conf, options):
 
         def load(self):
             # In each worker after the fork: its own engine and pool.
-            from placement_server import wsgi_app
-            return wsgi_app.init_application(conf)
+            from placement_server import deploy
+            return deploy.init_application(conf)
 
     return PlacementServer()
 

@@ -4,7 +4,7 @@ import pytest
 import webob
 
 from placement_server import policy
-from placement_server import wsgi_app
+from placement_server import deploy
 from placement_server.db import api as db_api
 from tests.functional import client as client_mod
 
@@ -20,7 +20,7 @@ def default_policy_afterwards():
 def make_conf(tmp_path, text=''):
     path = tmp_path / 'placement.conf'
     path.write_text('[api]\nauth_strategy = noauth2\n' + text)
-    return wsgi_app.load_conf(config_files=[str(path)])
+    return deploy.load_conf(config_files=[str(path)])
 
 
 def get(app, path, **headers):
@@ -29,7 +29,7 @@ def get(app, path, **headers):
 
 
 def test_healthcheck_reports_the_database(database, tmp_path):
-    app = wsgi_app.init_application(make_conf(tmp_path), database)
+    app = deploy.init_application(make_conf(tmp_path), database)
     resp = get(app, '/healthcheck')
     assert resp.status_int == 200
     assert resp.json == {'status': 'OK', 'database': 'OK'}
@@ -37,7 +37,7 @@ def test_healthcheck_reports_the_database(database, tmp_path):
 
 def test_healthcheck_is_503_when_the_database_is_unreachable(tmp_path):
     down = db_api.Database('postgresql+psycopg2://nobody@127.0.0.1:1/placement')
-    app = wsgi_app.init_application(make_conf(tmp_path), down)
+    app = deploy.init_application(make_conf(tmp_path), down)
     resp = get(app, '/healthcheck')
     assert resp.status_int == 503
     assert resp.json['status'] == 'DOWN'
@@ -50,7 +50,7 @@ def _count(route, method, status):
 
 
 def test_metrics_count_by_route_template(database, tmp_path):
-    app = wsgi_app.init_application(make_conf(tmp_path), database)
+    app = deploy.init_application(make_conf(tmp_path), database)
     client = client_mod.Client(app)
     before = _count('/resource_providers/{uuid}', 'GET', '404')
     unmatched = _count('unmatched', 'GET', '404')
@@ -65,19 +65,19 @@ def test_metrics_count_by_route_template(database, tmp_path):
 
 
 def test_metrics_can_be_turned_off(database, tmp_path):
-    app = wsgi_app.init_application(make_conf(tmp_path, 'enable_metrics = false\n'), database)
+    app = deploy.init_application(make_conf(tmp_path, 'enable_metrics = false\n'), database)
     assert get(app, '/metrics', **{'X-Auth-Token': 'admin'}).status_int == 404
 
 
 def test_cors_is_off_by_default(database, tmp_path):
-    app = wsgi_app.init_application(make_conf(tmp_path), database)
+    app = deploy.init_application(make_conf(tmp_path), database)
     resp = get(app, '/', Origin='https://dashboard.example')
     assert 'Access-Control-Allow-Origin' not in resp.headers
 
 
 def test_cors_when_an_origin_is_allowed(database, tmp_path):
     conf = make_conf(tmp_path, '[cors]\nallowed_origin = https://dashboard.example\n')
-    app = wsgi_app.init_application(conf, database)
+    app = deploy.init_application(conf, database)
     req = webob.Request.blank('/resource_providers', method='OPTIONS', headers={
         'Origin': 'https://dashboard.example',
         'Access-Control-Request-Method': 'POST',
@@ -94,7 +94,7 @@ def test_cors_when_an_origin_is_allowed(database, tmp_path):
 def test_the_service_reads_its_policy_file(database, tmp_path):
     (tmp_path / 'policy.yaml').write_text('"placement:resource_classes:list": "role:reader"\n')
     conf = make_conf(tmp_path, '[oslo_policy]\npolicy_file = %s\n' % (tmp_path / 'policy.yaml'))
-    app = wsgi_app.init_application(conf, database)
+    app = deploy.init_application(conf, database)
     reader = client_mod.Client(app, token='carol:proj')
     assert reader.get('/resource_classes', version='1.2',
                       headers={'X-Roles': 'reader'}).status_int == 200

@@ -1,0 +1,78 @@
+"""Assembling the deployed service: configuration, database, application.
+
+``placement_server.wsgi_app`` (for any WSGI server) and ``placement-server``
+both build the application here. Configuration comes, as upstream
+placement does it, from
+``$OS_PLACEMENT_CONFIG_DIR/placement.conf`` when that variable is set,
+otherwise from oslo.config's usual places (/etc/placement/placement.conf,
+...), and any option can be given by environment variable:
+``OS_<GROUP>__<OPTION>``, e.g. ``OS_PLACEMENT_DATABASE__CONNECTION``.
+
+"""
+import os
+
+from oslo_config import cfg
+from oslo_log import log as logging
+import sqlalchemy as sa
+
+from placement_server import conf as conf_mod
+from placement_server import middleware
+from placement_server import policy
+from placement_server import wsgi
+from placement_server.db import api as db_api
+from placement_server.db import migration
+
+LOG = logging.getLogger(__name__)
+
+CONFIG_FILE = 'placement.conf'
+
+
+def default_config_files():
+    config_dir = os.environ.get('OS_PLACEMENT_CONFIG_DIR')
+    if config_dir:
+        path = os.path.join(config_dir, CONFIG_FILE)
+        return [path] if os.path.exists(path) else []
+    return cfg.find_config_files(project='placement')
+
+
+def load_conf(args=(), config_files=None):
+    """A ConfigOpts with every placement option, parsed and ready."""
+    conf = cfg.ConfigOpts()
+    conf_mod.register_opts(conf)
+    logging.register_options(conf)
+    policy.register_opts(conf)
+    if config_files is None:
+        config_files = default_config_files()
+    conf(list(args), project='placement', default_config_files=config_files)
+    return conf
+
+
+def open_database(conf):
+    """This process's Database for [placement_database] connection."""
+    url = sa.engine.make_url(conf.placement_database.connection)
+    kwargs = {}
+    if url.get_backend_name() == 'sqlite':
+        if url.database and url.database != ':memory:':
+            os.makedirs(os.path.dirname(os.path.abspath(url.database)), exist_ok=True)
+    else:
+        kwargs = {'pool_size': conf.placement_database.max_pool_size,
+                  'max_overflow': conf.placement_database.max_overflow}
+    return db_api.Database(url, **kwargs)
+
+
+def init_application(conf, db=None):
+    """The full application: operator layers around the API stack."""
+    db = db or open_database(conf)
+    policy.init(conf)
+    if conf.placement_database.sync_on_startup:
+        migration.sync(db)
+        # Servers fork workers after loading the app: hand them no sockets.
+        db.engine.dispose()
+    return middleware.wrap(wsgi.make_app(conf, db), conf, db)
+
+
+def application_from_environment():
+    """The application as configured by files and OS_* variables."""
+    conf = load_conf()
+    logging.setup(conf, 'placement')
+    return init_application(conf)
