@@ -129,20 +129,3 @@ def placement_servers(tmp_path):
     for server in started:
         server.stop()
 
-
-class OurPlacement(upstream.PlacementServer):
-    """Our WSGI app under the exact gunicorn command upstream's runs under
-    (for side-by-side benchmarks): configured through placement.conf in
-    OS_PLACEMENT_CONFIG_DIR, schema made by our placement-manage."""
-    name = 'ours'
-    app = 'placement_server.wsgi_app:application'
-
-    def gunicorn(self):
-        return os.path.join(BIN, 'gunicorn')
-
-    def sync_db(self):
-        result = subprocess.run([PLACEMENT_MANAGE, '--config-file', self.conf_path,
-                                 'db', 'sync'], capture_output=True, text=True)
-        if result.returncode:
-            raise RuntimeError('placement-manage db sync failed: %s%s'
-                               % (result.stdout, result.stderr))
