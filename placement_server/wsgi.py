@@ -7,9 +7,9 @@ From the outside in:
   auth           noauth2 or keystonemiddleware (sets X-User-Id, X-Roles...)
   dispatch       builds the RequestContext, routes, calls the handler
 
-``init_application()`` is the entry point WSGI servers import
-(``placement_server.wsgi:init_application()``, or the module-level
-``application`` via ``placement_server.wsgi_app``).
+WSGI servers import ``placement_server.wsgi_app:application``, which
+placement_server.deploy builds with the operator layers (health check,
+metrics, request log, CORS) around ``make_app``.
 """
 import json
 import logging
