@@ -47,12 +47,13 @@ def set_for_provider(conn, uuid, aggregate_uuids, generation=None):
     With ``generation`` (1.19+) the write is a compare-and-swap that bumps
     the provider's generation, even when the set is unchanged (as upstream
     does); without it (before 1.19) the generation is left alone.
-    Returns the provider row after the write.
+    Returns the provider's generation after the write.
     """
     row = providers.get(conn, uuid, for_update=True)
+    new_generation = row['generation']
     if generation is not None:
         providers.check_generation(row, generation)
-        providers.increment_generation(conn, row['id'], generation)
+        new_generation = providers.increment_generation(conn, row['id'], generation)
     wanted = set(ensure(conn, aggregate_uuids).values())
     have = set(conn.scalars(sa.select(RPA.c.aggregate_id)
                             .where(RPA.c.resource_provider_id == row['id'])))
@@ -63,4 +64,4 @@ def set_for_provider(conn, uuid, aggregate_uuids, generation=None):
         now = api.utcnow()
         conn.execute(RPA.insert(), [{'resource_provider_id': row['id'], 'aggregate_id': a,
                                      'created_at': now} for a in sorted(wanted - have)])
-    return providers.get(conn, uuid)
+    return new_generation

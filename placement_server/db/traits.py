@@ -74,7 +74,7 @@ def set_for_provider(conn, uuid, names, generation):
 
     The generation must be ``generation``; it goes up by one when the set
     changes (a write that changes nothing leaves it, as upstream does).
-    Returns the provider row after the write.
+    Returns the provider's generation after the write.
     """
     row = providers.get(conn, uuid, for_update=True)
     providers.check_generation(row, generation)
@@ -90,8 +90,8 @@ def set_for_provider(conn, uuid, names, generation):
         conn.execute(RPT.insert(), [{'resource_provider_id': row['id'], 'trait_id': t,
                                      'created_at': now} for t in sorted(new)])
     if gone or new:
-        providers.increment_generation(conn, row['id'], generation)
-    return providers.get(conn, uuid)
+        return providers.increment_generation(conn, row['id'], generation)
+    return generation
 
 
 def clear_provider(conn, uuid):

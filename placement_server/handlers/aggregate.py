@@ -6,12 +6,10 @@ from placement_server.db import providers
 from placement_server.schemas import aggregate as schema
 
 
-def _render(req, conn, row):
-    rows = db.of_provider(conn, row['id'])
-    body = {'aggregates': [r['uuid'] for r in rows]}
+def _render(req, uuids, generation, modified):
+    body = {'aggregates': uuids}
     if req.version >= (1, 19):
-        body['resource_provider_generation'] = row['generation']
-    modified = util.last_modified(*(r['updated_at'] or r['created_at'] for r in rows))
+        body['resource_provider_generation'] = generation
     return util.json_response(req, body, modified=modified)
 
 
@@ -20,7 +18,10 @@ def get_aggregates(req, uuid):
     req.context.can('placement:resource_providers:aggregates:list')
     util.check_accept(req)
     with req.db.reader() as conn:
-        return _render(req, conn, providers.get(conn, uuid))
+        row = providers.get(conn, uuid)
+        rows = db.of_provider(conn, row['id'])
+    return _render(req, [r['uuid'] for r in rows], row['generation'],
+                   util.last_modified(*(r['updated_at'] or r['created_at'] for r in rows)))
 
 
 @util.since('1.1')
@@ -35,8 +36,9 @@ def put_aggregates(req, uuid):
     # Stored in canonical form, so member_of matches whatever form is used.
     aggregates = [util.normalize_uuid(a) for a in aggregates]
     with req.db.writer() as conn:
-        row = db.set_for_provider(conn, uuid, aggregates, generation)
-        return _render(req, conn, row)
+        generation = db.set_for_provider(conn, uuid, aggregates, generation)
+    # The body is what was just written: no need to read it back.
+    return _render(req, sorted(set(aggregates)), generation, util.last_modified())
 
 
 ROUTES = [

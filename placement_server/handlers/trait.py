@@ -91,12 +91,10 @@ def delete_trait(req, name):
     return util.no_content()
 
 
-def _provider_traits(req, conn, row):
-    rows = db.of_provider(conn, row['id'])
-    body = {'traits': [r['name'] for r in rows],
-            'resource_provider_generation': row['generation']}
-    modified = util.last_modified(*map(_modified, rows))
-    return util.json_response(req, body, modified=modified)
+def _provider_traits(req, names, generation, modified):
+    return util.json_response(
+        req, {'traits': names, 'resource_provider_generation': generation},
+        modified=modified)
 
 
 @util.since('1.6')
@@ -104,7 +102,10 @@ def get_provider_traits(req, uuid):
     req.context.can('placement:resource_providers:traits:list')
     util.check_accept(req)
     with req.db.reader() as conn:
-        return _provider_traits(req, conn, providers.get(conn, uuid))
+        row = providers.get(conn, uuid)
+        rows = db.of_provider(conn, row['id'])
+    return _provider_traits(req, [r['name'] for r in rows], row['generation'],
+                            util.last_modified(*map(_modified, rows)))
 
 
 @util.since('1.6')
@@ -113,9 +114,11 @@ def put_provider_traits(req, uuid):
     req.context.can('placement:resource_providers:traits:update')
     data = util.extract_json(req, schema.PROVIDER_TRAITS)
     with req.db.writer() as conn:
-        row = db.set_for_provider(conn, uuid, data['traits'],
-                                  data['resource_provider_generation'])
-        return _provider_traits(req, conn, row)
+        generation = db.set_for_provider(conn, uuid, data['traits'],
+                                         data['resource_provider_generation'])
+    # The body is what was just written: no need to read it back.
+    return _provider_traits(req, sorted(set(data['traits'])), generation,
+                            util.last_modified())
 
 
 @util.since('1.6')
