@@ -30,8 +30,10 @@ def candidate_moves(tree_diff, desired):
         for rc in provider.inventories:
             gained.setdefault(rc, []).append(provider.uuid)
     for change in tree_diff.update:
-        for rc in set(change.desired.inventories) - set(change.known.inventories):
-            gained.setdefault(rc, []).append(change.uuid)
+        for rc, record in change.desired.inventories.items():
+            before = change.known.inventories.get(rc)
+            if before is None or _capacity(record) > _capacity(before):
+                gained.setdefault(rc, []).append(change.uuid)
     lost = [(c.uuid, rc) for c in tree_diff.update for rc in c.removed_resource_classes()]
     lost += [(p.uuid, rc) for p in tree_diff.delete for rc in p.inventories]
     order = {p.uuid: i for i, p in enumerate(desired.providers())}
@@ -54,8 +56,16 @@ def plan(moves, desired, known, consumers, instances=None):
     """
     wanted = {i.uuid: i.allocations for i in instances or ()}
     targets = {uuid for m in moves for uuid in m.targets}
-    free = {(uuid, m.rc): _capacity(desired.get(uuid).inventories[m.rc])
-            for m in moves for uuid in m.targets}
+    # room on a target: all of a new inventory, only the growth of one that
+    # was there (its own consumers keep what they hold)
+    free = {}
+    for move in moves:
+        for uuid in move.targets:
+            room = _capacity(desired.get(uuid).inventories[move.rc])
+            old = known.find(uuid)
+            if old is not None and move.rc in old.inventories:
+                room -= _capacity(old.inventories[move.rc])
+            free[(uuid, move.rc)] = room
     allocations = {}
     for consumer, record in sorted(consumers.items()):
         new = {rp: dict(res) for rp, res in

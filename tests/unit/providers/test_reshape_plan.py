@@ -64,3 +64,17 @@ def test_no_room_for_the_moved_allocations_is_inventory_in_use():
     moves = reshape.candidate_moves(diff_mod.diff(desired, known), desired)
     with pytest.raises(errors.InventoryInUse, match='lack the room'):
         reshape.plan(moves, desired, known, {'c1': consumer({'VGPU': 3})})
+
+
+def test_a_provider_that_grows_takes_only_its_growth():
+    known, desired = trees(gpu_totals=(2,))
+    known.add(Provider('g0', 'gpu0', 'r', inventories={'VGPU': inventory(2)}, generation=3))
+    desired.update('g0', inventories={'VGPU': inventory(5)})
+    moves = reshape.candidate_moves(diff_mod.diff(desired, known), desired)
+    assert [(m.source, m.rc, m.targets) for m in moves] == [('r', 'VGPU', ['g0'])]
+    body = reshape.plan(moves, desired, known, {'c1': consumer({'VGPU': 3})})
+    assert body['allocations']['c1']['allocations'] == {'g0': {'resources': {'VGPU': 3}}}
+    assert body['inventories']['g0'] == {'resource_provider_generation': 3,
+                                         'inventories': {'VGPU': inventory(5)}}
+    with pytest.raises(errors.InventoryInUse):
+        reshape.plan(moves, desired, known, {'c1': consumer({'VGPU': 4})})
