@@ -163,10 +163,19 @@ def write(conn, requests):
     constraints, missing inventory: placement.undefined; stale consumer
     generation: placement.concurrent_update) or ProviderGenerationConflict.
     """
-    wanted_rps = {u for r in requests for u in r.allocations}
     class_ids = resource_classes.ids_by_name(
         conn, {rc for r in requests for res in r.allocations.values() for rc in res})
+    # Lock order, the same for every writer: consumers, then providers. All
+    # that only concerns the consumers happens before the provider locks, so
+    # that writers queueing on a busy provider wait as little as possible.
     uuids = [r.consumer_uuid for r in requests]
+    consumers.lock(conn, uuids)
+    existing = consumers.get_many(conn, uuids)
+    ids = {}
+    for request in requests:
+        consumer = _ensure_consumer(conn, request, existing.get(request.consumer_uuid), ids)
+        consumers.increment_generation(conn, consumer)
+    wanted_rps = {u for r in requests for u in r.allocations}
     # Providers losing a consumer's whole allocation also change: their
     # generation moves too.
     emptied = [r.consumer_uuid for r in requests if not r.allocations]
@@ -175,13 +184,9 @@ def write(conn, requests):
             sa.select(RP.c.uuid).distinct()
             .join(ALLOC, ALLOC.c.resource_provider_id == RP.c.id)
             .where(ALLOC.c.consumer_id.in_(emptied))).scalars())
-    provider_rows = _lock_providers(conn, wanted_rps)
-    consumers.lock(conn, uuids)
-    existing = consumers.get_many(conn, uuids)
-    ids = {}
-    held = [_ensure_consumer(conn, r, existing.get(r.consumer_uuid), ids) for r in requests]
-
     conn.execute(ALLOC.delete().where(ALLOC.c.consumer_id.in_(uuids)))
+
+    provider_rows = _lock_providers(conn, wanted_rps)
     claims = [(rp, rc, used) for r in requests
               for rp, res in r.allocations.items() for rc, used in res.items()]
     if claims:
@@ -197,8 +202,6 @@ def write(conn, requests):
             providers.increment_generation(conn, row['id'], row['generation'])
         except providers.ConcurrentUpdate as e:
             raise ProviderGenerationConflict(e.detail)
-    for consumer in held:
-        consumers.increment_generation(conn, consumer)
     consumers.delete_if_no_allocations(conn, emptied)
 
 
@@ -224,6 +227,7 @@ def write_with_retry(db, requests, attempts=CONFLICT_RETRIES):
 
 def delete_for_consumer(conn, consumer_uuid):
     """Remove a consumer's allocations and the consumer; 404 if it has none."""
+    consumers.lock(conn, [consumer_uuid])   # the lock order of ``write``
     result = conn.execute(ALLOC.delete().where(ALLOC.c.consumer_id == consumer_uuid))
     if not result.rowcount:
         raise errors.NotFound("No allocations for consumer '%s'" % consumer_uuid)
