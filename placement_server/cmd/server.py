@@ -102,6 +102,11 @@ def _main(argv):
     if not os.environ.get('PROMETHEUS_MULTIPROC_DIR'):
         metrics_dir = tempfile.mkdtemp(prefix='placement-metrics-')
         os.environ['PROMETHEUS_MULTIPROC_DIR'] = metrics_dir
+    else:   # the operator's: it must exist, or every request would fail
+        try:
+            os.makedirs(os.environ['PROMETHEUS_MULTIPROC_DIR'], exist_ok=True)
+        except OSError as e:
+            raise cmd.CommandError('placement-server: PROMETHEUS_MULTIPROC_DIR: %s' % e)
     master = os.getpid()
     try:
         overrides = {}

@@ -110,6 +110,17 @@ def test_metrics_sum_over_workers(placement_servers, tmp_path):
     assert 'placement_http_request_duration_seconds_bucket' in text
 
 
+def test_metrics_go_where_the_operator_says(placement_servers, tmp_path):
+    metrics_dir = tmp_path / 'metrics' / 'placement'      # made if missing
+    server, = placement_servers(_sqlite(tmp_path), workers=2,
+                                env={'PROMETHEUS_MULTIPROC_DIR': str(metrics_dir)})
+    assert requests.get(server.url + '/resource_providers', headers=ADMIN,
+                        timeout=10).status_code == 200
+    assert any(name.endswith('.db') for name in os.listdir(metrics_dir))
+    server.stop()
+    assert metrics_dir.exists()     # the operator's directory is left alone
+
+
 def test_healthcheck_needs_no_token(placement_servers, tmp_path):
     server, = placement_servers(_sqlite(tmp_path))
     resp = requests.get(server.url + '/healthcheck', timeout=10)
