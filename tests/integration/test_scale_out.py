@@ -157,12 +157,14 @@ def test_stopping_one_server_loses_no_claim(own_pair):
         t.start()
     time.sleep(2)
     assert a.stop() == 0
+    with lock:
+        before = len(acknowledged)
     time.sleep(2)
     stop.set()
     for t in threads:
         t.join()
     assert not failures, failures[:5]
-    assert len(acknowledged) > 20
+    assert before > 0 and len(acknowledged) > before   # claims went on through b
     status, body = call('GET', '%s/resource_providers/%s/allocations' % (b.url, rp))
     stored = set(body['allocations'])
     assert acknowledged <= stored <= attempted
