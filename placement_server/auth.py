@@ -5,7 +5,6 @@ are (``user`` or ``user:project``), and ``admin`` is an admin. It sets the
 same headers keystonemiddleware's auth_token would, so everything behind
 it is the same under either strategy.
 """
-import webob.dec
 
 from placement_server import errors
 

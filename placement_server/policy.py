@@ -40,7 +40,6 @@ def init(conf):
 
 
 def _default_enforcer():
-    global _ENFORCER
     if _ENFORCER is None:
         conf = cfg.ConfigOpts()
         conf([], project='placement', default_config_files=[])

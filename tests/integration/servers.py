@@ -128,4 +128,3 @@ def placement_servers(tmp_path):
     yield start
     for server in started:
         server.stop()
-

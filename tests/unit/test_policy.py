@@ -125,7 +125,8 @@ def test_the_committed_policy_sample_is_current(tmp_path):
     top = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     out = tmp_path / 'policy.yaml.sample'
     result = subprocess.run([os.path.join(BIN, 'oslopolicy-sample-generator'),
-                             '--config-file', os.path.join(top, 'etc/placement-policy-generator.conf'),
+                             '--config-file',
+                             os.path.join(top, 'etc/placement-policy-generator.conf'),
                              '--output-file', str(out)],
                             capture_output=True, text=True, timeout=60, cwd=top)
     assert result.returncode == 0, result.stderr
