@@ -180,7 +180,7 @@ def test_claims_outside_inventory_are_409(api, cn, resources, why):
     resp = api.put('/allocations/%s' % uuid.uuid4(), body({cn: {'resources': resources}}),
                    version=V)
     assert resp.status_int == 409, why
-    assert code(resp) == 'placement.undefined'
+    assert code(resp) == errors.UNDEFINED
     assert usages(api, cn) == {'VCPU': 0, 'MEMORY_MB': 0, 'DISK_GB': 0}
     assert generation(api, cn) == 1
 

@@ -3,6 +3,8 @@ import uuid
 
 import pytest
 
+from placement_server import errors
+
 V = '1.39'
 DEFAULTS = {'reserved': 0, 'min_unit': 1, 'max_unit': 2147483647,
             'step_size': 1, 'allocation_ratio': 1.0}
@@ -151,7 +153,7 @@ def test_invalid_inventory_is_400(api, record):
     rp = make_provider(api)
     resp = put_all(api, rp, {'VCPU': record}, 0)
     assert resp.status_int == 400, resp.body
-    assert error_code(resp) == 'placement.undefined'
+    assert error_code(resp) == errors.UNDEFINED
     assert api.get(inv_url(rp), version=V).json['resource_provider_generation'] == 0
 
 

@@ -3,6 +3,8 @@ import uuid
 
 import pytest
 
+from placement_server import errors
+
 V = '1.39'
 
 
@@ -67,7 +69,7 @@ def test_usages_by_project_and_user_from_1_9(api, cn):
 def test_bad_usage_queries_are_400(api, query):
     resp = api.get('/usages' + query, version=V)
     assert resp.status_int == 400
-    assert resp.json['errors'][0]['code'] == 'placement.undefined'
+    assert resp.json['errors'][0]['code'] == errors.UNDEFINED
 
 
 def test_consumer_type_rejected_before_1_38(api):

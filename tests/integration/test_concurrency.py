@@ -12,6 +12,8 @@ import uuid
 import pytest
 import requests
 
+from placement_server import errors
+
 from tests.integration import servers
 
 pytestmark = pytest.mark.integration
@@ -74,8 +76,8 @@ def test_concurrent_claims_never_overcommit(urls):
     assert statuses == {204: CAPACITY, 409: CLIENTS - CAPACITY}, results
     for status, body in results:
         if status == 409:
-            assert body['errors'][0]['code'] in ('placement.undefined',
-                                                 'placement.concurrent_update'), body
+            assert body['errors'][0]['code'] in (errors.UNDEFINED,
+                                                 errors.CONCURRENT_UPDATE), body
     status, body = call('GET', '%s/resource_providers/%s/usages' % (urls[1], rp))
     assert body['usages'] == {'VCPU': CAPACITY}
     # One generation step per successful claim, after the inventory write.
