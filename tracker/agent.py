@@ -255,7 +255,7 @@ class Agent(service.ServiceBase):
         if opts.notifications and self.publisher is None:
             self.publisher = notify.Publisher(self.conf, self.host)
         if opts.rpc:
-            self._rpc_server = rpc.server(self.conf, self.host, self)
+            self._start_rpc()
         if opts.hardware_events and self.driver.name in ('host', 'libvirt'):
             self._start_hardware_monitor()
         self._thread = threading.Thread(target=self._loop, name='tracker-cycle',
@@ -264,6 +264,21 @@ class Agent(service.ServiceBase):
         self.sd.ready('agent %s started' % self.host)
         LOG.info('agent %s started: driver %s, every %ss (+ up to %ss)',
                  self.host, opts.driver, opts.interval, opts.jitter)
+
+    def _start_rpc(self):
+        """Listen for RPC from a thread of its own: while the broker is
+        down, oslo.messaging retries the connection forever, and cycles
+        must not wait for it."""
+        rpc_server = rpc.server(self.conf, self.host, self)
+
+        def listen():
+            try:
+                rpc_server.start()
+            except Exception as exc:
+                LOG.error('RPC server not started: %s', exc)
+                return
+            self._rpc_server = rpc_server
+        threading.Thread(target=listen, name='tracker-rpc', daemon=True).start()
 
     def _start_hardware_monitor(self):
         from tracker.drivers import udev

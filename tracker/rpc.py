@@ -23,13 +23,13 @@ class TrackerEndpoint:
 
 
 def server(conf, host, agent, transport=None):
-    """A started RPC server; ``.stop()`` and ``.wait()`` end it."""
+    """An RPC server, not started: ``.start()`` connects to the broker (and
+    keeps trying while it is down), ``.stop()`` and ``.wait()`` end it."""
     transport = transport or oslo_messaging.get_rpc_transport(conf)
     target = oslo_messaging.Target(topic=TOPIC, server=host)
     rpc_server = oslo_messaging.get_rpc_server(
         transport, target, [TrackerEndpoint(agent)], executor='threading',
         access_policy=oslo_messaging.DefaultRPCAccessPolicy)
-    rpc_server.start()
     return rpc_server
 
 

@@ -231,7 +231,7 @@ def test_daemon_notifies_and_answers_rpc(server, host, agents, tmp_path):
 
     # The operator asks this host's agent, over RPC.
     audit = env.run('tracker-manage', conf_path, 'audit', '--host', hostname, '--json')
-    assert audit.returncode == 0, audit.stderr
+    assert audit.returncode == 0, audit.stdout + audit.stderr
     assert json.loads(audit.stdout)['in_sync'] is True
     refresh = env.run('tracker-manage', conf_path, 'refresh', '--host', hostname)
     assert refresh.returncode == 0, refresh.stderr

@@ -33,6 +33,7 @@ def conf(tmp_path):
 def test_refresh_cast_wakes_the_agent(conf, tmp_path):
     agent = agent_mod.Agent(conf)
     server = rpc.server(conf, agent.host, agent)
+    server.start()
     try:
         assert not agent._wake.is_set()
         # The command an operator runs, as a real process.
