@@ -378,3 +378,25 @@ def test_daemon_speaks_systemd_and_reloads_on_sighup(server, host, agents, tmp_p
         sock.close()
     assert rest[-1] == 'STOPPING=1'
     assert 'Traceback' not in agent.log()
+
+
+def test_a_broker_that_is_down_does_not_hold_the_agent(server, host, agents, tmp_path):
+    write, path = host
+    vm = instance('vm-b', **{HOST: {'VCPU': 1}})
+    description = env.describe_host(HOST, gpus=1, instances=[vm])
+    write(description)
+    conf = env.write_conf(tmp_path / 'tracker.conf', server.url, path, HOST,
+                          rpc=True, notifications=True)
+    with open(conf) as f:
+        text = f.read()
+    with open(conf, 'w') as f:      # nothing listens on port 1
+        f.write(text.replace(env.RABBIT, 'rabbit://guest:guest@127.0.0.1:1/'))
+    agent = agents(conf)
+    placement = env.Placement(server.url)
+    env.wait_for(env.converged(placement, description), what='sync without a broker')
+    description = env.describe_host(HOST, gpus=2)
+    write(description)
+    env.wait_for(env.converged(placement, description), what='a second change')
+    started = time.monotonic()
+    assert agent.stop() == 0
+    assert time.monotonic() - started < 15
