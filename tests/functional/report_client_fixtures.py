@@ -11,10 +11,22 @@ import urllib.parse
 from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import session as ks_session
 from keystoneauth1 import token_endpoint
+import pytest
 
+from placement_server.direct import PlacementDirect
+from tracker.providers.provider import Provider, inventory, stable_uuid
 from tracker.report_client import ReportClient
 
 ADMIN = 'admin'
+V = '1.39'
+ROOT = stable_uuid('test-host')
+NUMA0 = stable_uuid('test-host', 'numa0')
+NUMA1 = stable_uuid('test-host', 'numa1')
+GPU0 = stable_uuid('test-host', 'gpu0')
+GPU1 = stable_uuid('test-host', 'gpu1')
+VM1 = stable_uuid('vm1')
+VM2 = stable_uuid('vm2')
+AGG = stable_uuid('aggregate')
 
 
 def http_adapter(url, token=ADMIN):
@@ -59,3 +71,47 @@ class Placement:
 
     def since(self, marker):
         return self.sent[marker:]
+
+
+@pytest.fixture
+def placement(database):
+    """Our placement in process, on each database backend."""
+    direct = PlacementDirect(database)
+    with direct:
+        yield Placement(direct.new_adapter, 'ours')
+
+def host(vgpu_on_root=False, gpus=(GPU0, GPU1)):
+    """A compute node with two NUMA cells and a GPU under each."""
+    root = Provider(ROOT, 'test-host', inventories={
+        'VCPU': inventory(16), 'MEMORY_MB': inventory(32768, reserved=512)},
+        traits={'HW_CPU_X86_AVX2', 'CUSTOM_TRACKER'})
+    if vgpu_on_root:
+        root.inventories['VGPU'] = inventory(8)
+    providers = [root, Provider(NUMA0, 'test-host_numa0', ROOT),
+                 Provider(NUMA1, 'test-host_numa1', ROOT)]
+    for gpu, numa in zip(gpus, (NUMA0, NUMA1)):
+        gpu_provider = Provider(gpu, 'test-host_gpu%d' % (gpu == GPU1), numa)
+        if not vgpu_on_root:
+            gpu_provider.inventories['VGPU'] = inventory(4)
+        providers.append(gpu_provider)
+    return providers
+
+def get(placement, path):
+    resp = placement.other_writer().get(path, microversion=V)
+    assert resp.status_code == 200, resp.text
+    return resp.json()
+
+def put(placement, path, body):
+    return placement.other_writer().put(path, json=body, microversion=V)
+
+def allocations(placement, consumer):
+    """{rp: {rc: n}} of one consumer, as placement has it."""
+    return {rp: a['resources'] for rp, a in
+            get(placement, '/allocations/%s' % consumer)['allocations'].items()}
+
+def custom_trait(placement, name):
+    resp = placement.other_writer().put('/traits/%s' % name, microversion=V)
+    assert resp.status_code in (201, 204), resp.text
+
+def generation(placement, uuid):
+    return get(placement, '/resource_providers/%s' % uuid)['generation']

@@ -8,6 +8,7 @@ import pytest
 
 from tests.functional.report_client_fixtures import Placement, http_adapter
 from tests.functional.test_report_client import *  # noqa: F401,F403 (the tests)
+from tests.functional.test_report_client_allocations import *  # noqa: F401,F403
 
 pytestmark = pytest.mark.integration
 
