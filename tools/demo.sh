@@ -27,14 +27,15 @@ echo "demo: placement-server on $url (SQLite in $work)"
     --sync-db --database-connection "sqlite:///$work/placement.sqlite" \
     >"$work/placement-server.log" 2>&1 &
 server_pid=$!
+answers() { "$BIN/python" -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)' "$url/" 2>/dev/null; }
 for _ in $(seq 1 100); do
-    curl -fsS "$url/" >/dev/null 2>&1 && break
+    answers && break
     if ! kill -0 "$server_pid" 2>/dev/null; then
         echo "demo: placement-server did not start:" >&2; tail -20 "$work/placement-server.log" >&2; exit 1
     fi
     sleep 0.2
 done
-curl -fsS "$url/" >/dev/null || { echo "demo: placement-server does not answer" >&2; exit 1; }
+answers || { echo "demo: placement-server does not answer" >&2; exit 1; }
 
 if "$BIN/python" -c 'import libvirt, sys; libvirt.registerErrorHandler(lambda *a: None, None); libvirt.openReadOnly("qemu:///system")' 2>/dev/null; then
     driver=libvirt
