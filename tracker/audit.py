@@ -273,7 +273,7 @@ def audit(snapshot, client, fix=False, dry_run=False, authoritative=True):
     if drift and (fix or dry_run):
         report.writes = planned_writes(drift)
     if drift and fix and not dry_run:
-        client.sync(snapshot.providers)
+        client.sync(snapshot.providers, snapshot.instances)
         client.sync_allocations(snapshot.root.uuid, snapshot.instances,
                                 authoritative=authoritative)
         report.fixed = True
