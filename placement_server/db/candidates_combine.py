@@ -8,20 +8,15 @@ group_policy, same_subtree and capacity (amounts of one class from one
 provider asked by several groups add up).
 """
 import collections
-import dataclasses
 import itertools
 
 
-@dataclasses.dataclass(frozen=True)
-class Piece:
-    amounts: tuple          # ((provider, class, amount), ...)
-    providers: frozenset    # the providers the group maps to
+# How one group is satisfied: amounts is ((provider, class, amount), ...),
+# providers the frozenset of providers the group maps to.
+Piece = collections.namedtuple('Piece', 'amounts providers')
 
-
-@dataclasses.dataclass
-class Candidate:
-    amounts: dict           # {(provider, class): amount}
-    mappings: dict          # {suffix: sorted providers}
+# amounts is {(provider, class): amount}; mappings {suffix: sorted providers}.
+Candidate = collections.namedtuple('Candidate', 'amounts mappings')
 
 
 def single_provider_options(providers, resources, anchors_of):
@@ -32,9 +27,9 @@ def single_provider_options(providers, resources, anchors_of):
     the roots it shares with).
     """
     options = collections.defaultdict(list)
+    classes = sorted(resources.items())
     for rp in sorted(providers):
-        piece = Piece(tuple((rp, rc, amount) for rc, amount in sorted(resources.items())),
-                      frozenset([rp]))
+        piece = Piece(tuple([(rp, rc, amount) for rc, amount in classes]), frozenset([rp]))
         for anchor in anchors_of(rp):
             options[anchor].append(piece)
     return options
@@ -92,6 +87,8 @@ def merge(request, options, capacity, root_of, parent_of, stop_after=None):
     ``stop_after`` distinct candidates when given.
     """
     suffixes = list(request.groups)
+    if len(suffixes) == 1:
+        return _one_group(suffixes[0], options[suffixes[0]], stop_after)
     granular = [i for i, s in enumerate(suffixes) if request.groups[s].granular]
     isolate = request.group_policy == 'isolate'
     anchors = set.intersection(*(set(options[s]) for s in suffixes))
@@ -124,6 +121,24 @@ def merge(request, options, capacity, root_of, parent_of, stop_after=None):
             seen.add(key)
             found.append(Candidate(dict(amounts), {
                 s: sorted(piece.providers) for s, piece in zip(suffixes, combo)}))
+            if stop_after is not None and len(found) >= stop_after:
+                return found
+    return found
+
+
+def _one_group(suffix, options, stop_after):
+    """A lone group's pieces are its candidates: each was capacity checked
+    in SQL and takes from each (provider, class) once. Only the copies a
+    sharing provider leaves under several anchors are dropped."""
+    seen = set()
+    found = []
+    for anchor in sorted(options):
+        for piece in options[anchor]:
+            if piece in seen:
+                continue
+            seen.add(piece)
+            found.append(Candidate({(rp, rc): amount for rp, rc, amount in piece.amounts},
+                                   {suffix: sorted(piece.providers)}))
             if stop_after is not None and len(found) >= stop_after:
                 return found
     return found

@@ -7,37 +7,54 @@ every resource class of the provider (not only the requested ones) at
 """
 
 
-def render(result, request):
-    version = request.version
+def _allocation_requests(result, version):
     uuid = {rp: row[0] for rp, row in result.providers.items()}
     names = result.class_names
+    as_dict = version >= (1, 12)
+    with_mappings = version >= (1, 34)
     requests = []
-    for cand in result.candidates:
+    for amounts, mappings in result.candidates:
         per_provider = {}
-        for (rp, rc), amount in sorted(cand.amounts.items()):
-            per_provider.setdefault(uuid[rp], {})[names[rc]] = amount
-        if version >= (1, 12):
+        for (rp, rc), amount in amounts.items():
+            u = uuid[rp]
+            if u in per_provider:
+                per_provider[u][names[rc]] = amount
+            else:
+                per_provider[u] = {names[rc]: amount}
+        if as_dict:
             item = {'allocations': {u: {'resources': r} for u, r in per_provider.items()}}
-            if version >= (1, 34):
-                item['mappings'] = {s: [uuid[rp] for rp in rps]
-                                    for s, rps in cand.mappings.items()}
+            if with_mappings:
+                item['mappings'] = {s: [uuid[rp] for rp in rps] for s, rps in mappings.items()}
         else:
             item = {'allocations': [{'resource_provider': {'uuid': u}, 'resources': r}
                                     for u, r in per_provider.items()]}
         requests.append(item)
+    return requests, uuid
 
+
+def _provider_summaries(result, request, uuid):
+    version = request.version
+    every_class = version >= (1, 27)
+    with_traits = version >= (1, 17)
+    with_tree = version >= (1, 29)
     requested = request.all_classes()
     summaries = {}
     for rp, (resources, traits) in result.summaries.items():
         summary = {'resources': {
             name: {'capacity': capacity, 'used': used}
-            for name, (capacity, used) in sorted(resources.items())
-            if version >= (1, 27) or name in requested}}
-        if version >= (1, 17):
+            for name, (capacity, used) in resources.items()
+            if every_class or name in requested}}
+        if with_traits:
             summary['traits'] = traits
-        if version >= (1, 29):
+        if with_tree:
             _, parent, root = result.providers[rp]
             summary['parent_provider_uuid'] = uuid.get(parent) if parent else None
             summary['root_provider_uuid'] = uuid[root]
         summaries[uuid[rp]] = summary
-    return {'allocation_requests': requests, 'provider_summaries': summaries}
+    return summaries
+
+
+def render(result, request):
+    requests, uuid = _allocation_requests(result, request.version)
+    return {'allocation_requests': requests,
+            'provider_summaries': _provider_summaries(result, request, uuid)}

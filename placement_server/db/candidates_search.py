@@ -18,7 +18,7 @@ ALLOC = tables.allocations
 RPT = tables.resource_provider_traits
 RPA = tables.resource_provider_aggregates
 
-# Bound parameters per IN list (SQLite allows 32766 per statement).
+# Ids per IN list, to keep statements a sensible size.
 CHUNK = 5000
 
 
@@ -26,6 +26,18 @@ def chunks(ids):
     ids = sorted(ids)
     for i in range(0, len(ids), CHUNK):
         yield ids[i:i + CHUNK]
+
+
+def among(column, ids):
+    """``column IN (ids)`` with the integer ids written into the SQL.
+
+    Bound parameters cost SQLAlchemy real time per element (thousands per
+    request here); ids are integers we read from the database, formatted
+    with %d, so inlining them is safe.
+    """
+    if not ids:
+        return sa.false()
+    return column.op('IN')(sa.literal_column('(%s)' % ','.join('%d' % i for i in ids)))
 
 
 def _has_any_trait(rp_col, trait_ids):
@@ -116,10 +128,10 @@ def sharing_anchors(conn, sharing_ids):
              .join(theirs, theirs.c.aggregate_id == mine.c.aggregate_id)
              .join(RP, RP.c.id == theirs.c.resource_provider_id))
     for chunk in chunks(sharing_ids):
-        for s, root in conn.execute(query.where(mine.c.resource_provider_id.in_(chunk))):
+        for s, root in conn.execute(query.where(among(mine.c.resource_provider_id, chunk))):
             anchors[s].add(root)
         for s, root in conn.execute(sa.select(RP.c.id, RP.c.root_provider_id)
-                                    .where(RP.c.id.in_(chunk))):
+                                    .where(among(RP.c.id, chunk))):
             anchors[s].add(root)
     return anchors
 
@@ -131,12 +143,14 @@ def _trait_filters(rp_col, query):
     return conds
 
 
-def single_providers(conn, query):
+def single_providers(conn, query, with_capacity=True):
     """Providers that alone satisfy a group: every class, trait and aggregate.
 
-    Returns ({provider: root}, {(provider, class): (capacity, used, max_unit)}).
+    Returns ({provider: root}, {(provider, class): (capacity, used, max_unit)},
+    {provider: uuid}); the second is only filled ``with_capacity`` (needed
+    when several groups may add up on one provider).
     """
-    cols = [RP.c.id, RP.c.root_provider_id]
+    cols = [RP.c.id, RP.c.root_provider_id, RP.c.uuid]
     conds = _trait_filters(RP.c.id, query)
     if query.member_of:
         conds.append(_in_all_aggregate_sets(RP.c.id, query.member_of))
@@ -152,15 +166,17 @@ def single_providers(conn, query):
                                         inv.c.resource_class_id == rc_id))
         used = used_of(RP.c.id, rc_id)
         conds += _fits(inv, used, amount)
-        cols += [inv.c.total, inv.c.reserved, inv.c.allocation_ratio, inv.c.max_unit,
-                 used.label('used%d' % i)]
-    roots, capacity = {}, {}
+        if with_capacity:
+            cols += [inv.c.total, inv.c.reserved, inv.c.allocation_ratio, inv.c.max_unit,
+                     used.label('used%d' % i)]
+    roots, capacity, uuids = {}, {}, {}
     for row in conn.execute(sa.select(*cols).select_from(from_).where(*conds)):
         roots[row[0]] = row[1]
-        for i, (rc_id, _) in enumerate(rcs):
-            total, reserved, ratio, max_unit, used = row[2 + 5 * i:7 + 5 * i]
+        uuids[row[0]] = row[2]
+        for i, (rc_id, _) in enumerate(rcs if with_capacity else ()):
+            total, reserved, ratio, max_unit, used = row[3 + 5 * i:8 + 5 * i]
             capacity[row[0], rc_id] = (int((total - reserved) * ratio), int(used), max_unit)
-    return roots, capacity
+    return roots, capacity, uuids
 
 
 def _fits(inv, used, amount):
@@ -224,7 +240,7 @@ def matching_roots(conn, root_ids, required, forbidden):
         conds.append(~_has_any_trait(RP.c.id, forbidden))
     found = set()
     for chunk in chunks(root_ids):
-        found.update(conn.execute(sa.select(RP.c.id).where(RP.c.id.in_(chunk), *conds)).scalars())
+        found.update(conn.execute(sa.select(RP.c.id).where(among(RP.c.id, chunk), *conds)).scalars())
     return found
 
 
@@ -233,7 +249,7 @@ def roots_in_aggregates(conn, root_ids, agg_ids):
     for chunk in chunks(root_ids):
         found.update(conn.execute(
             sa.select(RPA.c.resource_provider_id).distinct()
-            .where(RPA.c.resource_provider_id.in_(chunk),
+            .where(among(RPA.c.resource_provider_id, chunk),
                    RPA.c.aggregate_id.in_(sorted(agg_ids)))).scalars())
     return found
 
@@ -256,7 +272,7 @@ def tree_members(conn, root_ids):
     for chunk in chunks(root_ids):
         rows += conn.execute(sa.select(RP.c.id, RP.c.uuid, RP.c.parent_provider_id,
                                        RP.c.root_provider_id)
-                             .where(RP.c.root_provider_id.in_(chunk))).all()
+                             .where(among(RP.c.root_provider_id, chunk))).all()
     return rows
 
 
@@ -265,7 +281,7 @@ def providers_by_id(conn, ids):
     for chunk in chunks(ids):
         rows += conn.execute(sa.select(RP.c.id, RP.c.uuid, RP.c.parent_provider_id,
                                        RP.c.root_provider_id)
-                             .where(RP.c.id.in_(chunk))).all()
+                             .where(among(RP.c.id, chunk))).all()
     return rows
 
 
@@ -281,17 +297,19 @@ def summaries_data(conn, rp_ids):
         used = {(rp, c): int(u) for rp, c, u in conn.execute(
             sa.select(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id,
                       sa.func.sum(ALLOC.c.used))
-            .where(ALLOC.c.resource_provider_id.in_(chunk))
+            .where(among(ALLOC.c.resource_provider_id, chunk))
             .group_by(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id))}
         for rp, rc_id, name, total, reserved, ratio in conn.execute(
                 sa.select(INV.c.resource_provider_id, INV.c.resource_class_id, rc.c.name,
                           INV.c.total, INV.c.reserved, INV.c.allocation_ratio)
                 .join(rc, rc.c.id == INV.c.resource_class_id)
-                .where(INV.c.resource_provider_id.in_(chunk))):
+                .where(among(INV.c.resource_provider_id, chunk))
+                .order_by(INV.c.resource_provider_id, rc.c.name)):
             resources[rp][name] = (int((total - reserved) * ratio), used.get((rp, rc_id), 0))
         for rp, name in conn.execute(
                 sa.select(RPT.c.resource_provider_id, tables.traits.c.name)
                 .join(tables.traits, tables.traits.c.id == RPT.c.trait_id)
-                .where(RPT.c.resource_provider_id.in_(chunk))):
+                .where(among(RPT.c.resource_provider_id, chunk))
+                .order_by(RPT.c.resource_provider_id, tables.traits.c.name)):
             traits[rp].append(name)
     return resources, traits

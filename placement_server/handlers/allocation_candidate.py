@@ -13,13 +13,14 @@ def list_allocation_candidates(req):
     util.query_params(req, schema.for_version(req.version))
     request = candidates_request.parse(req.GET, req.version)
     opts = req.conf.placement
-    with req.db.reader() as conn:
-        result = candidates.find(conn, request,
-                                 randomize=opts.randomize_allocation_candidates,
-                                 max_candidates=opts.max_allocation_candidates)
-    # The answer is computed now, so it was last modified now.
-    return util.json_response(req, candidates_render.render(result, request),
-                              modified=util.last_modified())
+    with candidates.paused_gc():
+        with req.db.reader() as conn:
+            result = candidates.find(conn, request,
+                                     randomize=opts.randomize_allocation_candidates,
+                                     max_candidates=opts.max_allocation_candidates)
+        # The answer is computed now, so it was last modified now.
+        return util.json_response(req, candidates_render.render(result, request),
+                                  modified=util.last_modified())
 
 
 ROUTES = [
