@@ -8,6 +8,7 @@ import datetime
 import email.utils
 import functools
 import json
+import re
 import uuid as uuidlib
 
 import jsonschema
@@ -114,7 +115,8 @@ def extract_json(req, schema):
         raise errors.BadRequest('Malformed JSON: %s' % e)
     if holds_nul:
         # PostgreSQL refuses NUL in strings; no placement value holds one.
-        raise errors.BadRequest('Malformed JSON: NUL characters are not allowed.')
+        raise errors.BadRequest('Malformed JSON: NUL characters and lone surrogates '
+                                'are not allowed.')
     validate(data, schema)
     return data
 
@@ -136,9 +138,14 @@ def _check(data, schema):
     return jsonschema.exceptions.best_match(cached[1].iter_errors(data))
 
 
+_SURROGATE = re.compile('[\ud800-\udfff]')
+
+
 def _holds_nul(value):
     if isinstance(value, str):
-        return '\x00' in value
+        # Also a lone UTF-16 surrogate ("\ud800" in the JSON text): no
+        # database can store it (UnicodeEncodeError, a 500 before).
+        return '\x00' in value or _SURROGATE.search(value) is not None
     if isinstance(value, dict):
         return any(_holds_nul(k) or _holds_nul(v) for k, v in value.items())
     if isinstance(value, list):

@@ -261,3 +261,12 @@ def test_delete_removes_what_the_provider_owned(api):
     assert api.get(path + '/aggregates', version='1.20').json['aggregates'] == []
     resp = api.get('/resource_providers?member_of=%s' % agg, version='1.20')
     assert resp.json == {'resource_providers': []}
+
+
+def test_lone_surrogate_in_name_is_400(api):
+    # "\ud800" is valid JSON text but no database can store the string.
+    resp = api.post('/resource_providers', raw='{"name": "cn\\ud800"}', version='1.20')
+    _error(resp, 400)
+    _create(api, 'cn1', uuid=RP1)
+    _error(api.put('/resource_providers/%s' % RP1, raw='{"name": "\\udfff"}',
+                   version='1.20'), 400)
