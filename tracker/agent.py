@@ -39,7 +39,7 @@ class CycleResult:
     writes: int = 0
     conflicts: int = 0
     requests: int = 0
-    changes: list = dataclasses.field(default_factory=list)
+    changes: list = dataclasses.field(default_factory=list)  # notifications
     error: str = ''
 
     def summary(self):
@@ -129,20 +129,6 @@ class Agent(service.ServiceBase):
         self.client.new_request_id()
         before = self.client.counters.snapshot()
         try:
-            if self._last_synced is None:
-                # After a start, what changed is measured against placement;
-                # later, against the last snapshot synced (no HTTP).
-                providers, allocations = audit_mod.placement_view(
-                    self.client, snapshot.root.uuid)
-                changes = [c for c in audit_mod.compute_drift(
-                    snapshot, providers, allocations)
-                    if c.kind not in audit_mod.FOREIGN]
-            else:
-                changes = audit_mod.compute_drift(
-                    snapshot, self._last_synced.providers,
-                    {i.uuid: i.allocations for i in self._last_synced.instances})
-            if not authoritative:
-                changes = [c for c in changes if c.kind != 'allocation_orphan']
             synced = self.client.sync(snapshot.providers, snapshot.instances)
             allocated = self.client.sync_allocations(
                 snapshot.root.uuid, snapshot.instances,
@@ -159,6 +145,10 @@ class Agent(service.ServiceBase):
         self._placement_state(True)
         errors = list(synced.errors) + list(allocated.errors)
         after = self.client.counters
+        # What was written is notified even when a part failed.
+        changes = notify.notifications(synced, allocated, snapshot)
+        if changes and self.publisher is not None:
+            self.publisher.publish(changes)
         result = CycleResult(
             ok=not errors, reachable=True, changes=changes,
             requests=after.requests - before.requests,
@@ -169,9 +159,6 @@ class Agent(service.ServiceBase):
             return self._failed(result)
         self._last_error = None
         self._last_synced = snapshot
-        if changes and self.publisher is not None:
-            self.publisher.publish(notify.notifications(
-                changes, snapshot.providers, snapshot.instances))
         return result
 
     def _failed(self, result):

@@ -1,4 +1,4 @@
-"""Versioned notifications of what the agent changed in placement.
+"""Versioned notifications of what the agent wrote to placement.
 
 Publisher ``tracker.<host>``, topic ``versioned_notifications`` (the
 topic nova's versioned notifications use, so existing consumers see them).
@@ -30,44 +30,36 @@ def _provider_data(provider):
             'aggregates': sorted(provider.aggregates)}
 
 
-def notifications(drift, providers, instances=()):
-    """[(event_type, payload)] telling what ``drift`` changed.
+def notifications(synced, allocated, snapshot):
+    """[(event_type, payload)] for what one cycle wrote.
 
-    ``drift`` is what separated placement from the host before a sync
-    (tracker.audit.Drift items); ``providers``/``instances`` are the host's,
-    and give the new state of what changed.
+    ``synced`` and ``allocated`` are the report client's results (what it
+    created, updated and deleted); ``snapshot`` is the host they were
+    written from, which gives each payload its new state.
     """
-    by_uuid = {p.uuid: p for p in providers}
-    by_consumer = {i.uuid: i for i in instances}
-    events, updated = [], {}
-    for item in drift:
-        kind = item.kind
-        if kind == 'provider_missing':
-            events.append(('tracker.provider.create', envelope(
-                'ProviderPayload', _provider_data(by_uuid[item.uuid]))))
-        elif kind == 'provider_extra':
-            events.append(('tracker.provider.delete', envelope(
-                'ProviderPayload', {'uuid': item.uuid, 'name': item.name})))
-        elif kind.startswith(('inventory_', 'traits_', 'aggregates_',
-                              'provider_')):
-            updated.setdefault(item.uuid, []).append(kind)
-        elif kind == 'allocation_orphan':
-            events.append(('tracker.allocation.delete', envelope(
-                'AllocationPayload', {'consumer_uuid': item.uuid})))
-        else:
-            instance = by_consumer[item.uuid]
-            events.append(('tracker.allocation.update', envelope(
-                'AllocationPayload', {
-                    'consumer_uuid': instance.uuid,
-                    'name': instance.name,
-                    'project_id': instance.project_id,
-                    'user_id': instance.user_id,
-                    'allocations': item.detail.get('host', {})})))
-    for uuid, kinds in updated.items():
+    by_uuid = {p.uuid: p for p in snapshot.providers}
+    by_consumer = {i.uuid: i for i in snapshot.instances}
+    events = []
+    for uuid in synced.created:
+        events.append(('tracker.provider.create', envelope(
+            'ProviderPayload', _provider_data(by_uuid[uuid]))))
+    for uuid, fields in synced.updated.items():
         data = _provider_data(by_uuid[uuid])
-        data['changes'] = sorted(set(kinds))
-        events.append(('tracker.provider.update',
-                       envelope('ProviderPayload', data)))
+        data['changes'] = sorted(set(fields))
+        events.append(('tracker.provider.update', envelope('ProviderPayload', data)))
+    for uuid in synced.deleted:
+        events.append(('tracker.provider.delete', envelope(
+            'ProviderPayload', {'uuid': uuid})))
+    for consumer in list(allocated.created) + list(allocated.updated):
+        instance = by_consumer[consumer]
+        events.append(('tracker.allocation.update', envelope(
+            'AllocationPayload', {
+                'consumer_uuid': instance.uuid, 'name': instance.name,
+                'project_id': instance.project_id, 'user_id': instance.user_id,
+                'allocations': instance.allocations})))
+    for consumer in allocated.deleted:
+        events.append(('tracker.allocation.delete', envelope(
+            'AllocationPayload', {'consumer_uuid': consumer})))
     return events
 
 

@@ -1,10 +1,12 @@
-"""What the agent tells the cloud, built from the drift a sync repaired."""
+"""What the agent tells the cloud, built from what a cycle wrote."""
 import time
 
 import oslo_messaging
 from oslo_config import cfg
 
-from tracker import audit, notify
+from tracker import notify
+from tracker.placement.sync import SyncResult
+from tracker.report_client import AllocationResult
 from tracker.drivers.base import HostSnapshot, Instance
 from tracker.providers.provider import Provider, inventory
 
@@ -12,52 +14,43 @@ ROOT = '11111111-1111-4111-8111-111111111111'
 GPU = '22222222-2222-4222-8222-222222222222'
 VM1 = 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa'
 GONE = 'dddddddd-dddd-4ddd-8ddd-dddddddddddd'
+VF = '33333333-3333-4333-8333-333333333333'
 
 
-def before_and_after():
-    root = Provider(ROOT, 'compute1', inventories={'VCPU': inventory(16)})
-    before = HostSnapshot('compute1', [root], [
-        Instance(GONE, 'old', 'p', 'u', {ROOT: {'VCPU': 1}})])
-    root2 = root.copy()
-    root2.inventories['VCPU'] = inventory(32)
+def host():
+    root = Provider(ROOT, 'compute1', inventories={'VCPU': inventory(32)})
     gpu = Provider(GPU, 'compute1_gpu0', parent_uuid=ROOT,
                    inventories={'VGPU': inventory(4)})
-    after = HostSnapshot('compute1', [root2, gpu], [
+    return HostSnapshot('compute1', [root, gpu], [
         Instance(VM1, 'vm1', 'p', 'u', {ROOT: {'VCPU': 2}})])
-    return before, after
 
 
-def test_events_for_each_change():
-    before, after = before_and_after()
-    drift = audit.compute_drift(
-        after, before.providers,
-        {i.uuid: i.allocations for i in before.instances})
-    events = dict(notify.notifications(drift, after.providers, after.instances))
-    assert sorted(events) == ['tracker.allocation.delete',
-                              'tracker.allocation.update',
-                              'tracker.provider.create',
-                              'tracker.provider.update']
-    create = events['tracker.provider.create']
+def test_events_for_what_was_written():
+    synced = SyncResult(created=[GPU], updated={ROOT: ['inventories']},
+                        deleted=[VF])
+    allocated = AllocationResult(created=[VM1], deleted=[GONE])
+    events = notify.notifications(synced, allocated, host())
+    assert [e[0] for e in events] == ['tracker.provider.create',
+                                      'tracker.provider.update',
+                                      'tracker.provider.delete',
+                                      'tracker.allocation.update',
+                                      'tracker.allocation.delete']
+    create, update, delete, alloc, gone = [e[1] for e in events]
     assert create['tracker_object.name'] == 'ProviderPayload'
     assert create['tracker_object.version'] == '1.0'
     assert create['tracker_object.data']['uuid'] == GPU
     assert create['tracker_object.data']['parent_uuid'] == ROOT
-    update = events['tracker.provider.update']['tracker_object.data']
-    assert update['changes'] == ['inventory_differs']
-    assert update['inventories']['VCPU']['total'] == 32
-    alloc = events['tracker.allocation.update']['tracker_object.data']
-    assert alloc['consumer_uuid'] == VM1
-    assert alloc['allocations'] == {ROOT: {'VCPU': 2}}
-    gone = events['tracker.allocation.delete']['tracker_object.data']
-    assert gone == {'consumer_uuid': GONE}
+    assert update['tracker_object.data']['changes'] == ['inventories']
+    assert update['tracker_object.data']['inventories']['VCPU']['total'] == 32
+    assert delete['tracker_object.data'] == {'uuid': VF}
+    assert alloc['tracker_object.name'] == 'AllocationPayload'
+    assert alloc['tracker_object.data']['consumer_uuid'] == VM1
+    assert alloc['tracker_object.data']['allocations'] == {ROOT: {'VCPU': 2}}
+    assert gone['tracker_object.data'] == {'consumer_uuid': GONE}
 
 
-def test_no_change_no_event():
-    _, after = before_and_after()
-    drift = audit.compute_drift(
-        after, after.providers,
-        {i.uuid: i.allocations for i in after.instances})
-    assert notify.notifications(drift, after.providers, after.instances) == []
+def test_nothing_written_nothing_sent():
+    assert notify.notifications(SyncResult(), AllocationResult(), host()) == []
 
 
 class Collector:
