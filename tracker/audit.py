@@ -107,8 +107,11 @@ def provider_drift(desired, actual):
     for uuid, provider in want.items():
         held = have.get(uuid)
         if held is None:
-            drift.append(Drift('provider_missing', uuid, provider.name,
-                               {'parent_uuid': provider.parent_uuid}))
+            drift.append(Drift('provider_missing', uuid, provider.name, {
+                'parent_uuid': provider.parent_uuid,
+                'inventories': sorted(provider.inventories),
+                'traits': sorted(provider.traits),
+                'aggregates': sorted(provider.aggregates)}))
             continue
         if provider.name != held.name:
             drift.append(Drift('provider_name_differs', uuid, provider.name,
@@ -163,16 +166,30 @@ def compute_drift(snapshot, actual_providers, actual_allocations):
             + allocation_drift(snapshot.instances, actual_allocations))
 
 
-# The writes that repair each kind of drift, for --dry-run.
 def planned_writes(drift):
+    """The requests that repair ``drift`` (what --dry-run prints): one per
+    resource written, a created provider's inventories, traits and
+    aggregates included."""
     writes = []
     seen = set()
+
+    def add(method, path, item):
+        key = (method, path, item.uuid)
+        if key not in seen:
+            seen.add(key)
+            writes.append({'method': method, 'path': path,
+                           'subject': item.uuid, 'name': item.name})
+
     for item in drift:
         rp = '/resource_providers/%s' % item.uuid
         kind = item.kind
         if kind == 'provider_missing':
-            write = ('POST', '/resource_providers')
-        elif kind in ('provider_name_differs', 'provider_parent_differs'):
+            add('POST', '/resource_providers', item)
+            for part in ('inventories', 'traits', 'aggregates'):
+                if item.detail.get(part):
+                    add('PUT', '%s/%s' % (rp, part), item)
+            continue
+        if kind in ('provider_name_differs', 'provider_parent_differs'):
             write = ('PUT', rp)
         elif kind == 'provider_extra':
             write = ('DELETE', rp)
@@ -186,13 +203,7 @@ def planned_writes(drift):
             write = ('DELETE', '/allocations/%s' % item.uuid)
         else:
             write = ('PUT', '/allocations/%s' % item.uuid)
-        key = write + ((item.uuid,) if write[1] == '/resource_providers' else ())
-        if key not in seen:
-            seen.add(key)
-            writes.append({'method': write[0], 'path': write[1],
-                           'subject': item.uuid, 'name': item.name})
-    # A missing provider brings its inventory, traits and aggregates in
-    # its own writes; PUTs against it are part of creating it.
+        add(write[0], write[1], item)
     return writes
 
 

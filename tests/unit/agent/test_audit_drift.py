@@ -161,3 +161,15 @@ def test_report_text_json_and_exit_codes():
     assert report.exit_code == audit.EXIT_IN_SYNC
     report.remaining = drift
     assert report.exit_code == audit.EXIT_DRIFT
+
+
+def test_planned_writes_of_a_missing_provider():
+    snapshot = host()
+    providers, allocations = placement_copy(snapshot)
+    providers = [p for p in providers if p.uuid != GPU]
+    allocations.pop(VM1)
+    writes = audit.planned_writes(audit.compute_drift(snapshot, providers, allocations))
+    assert [(w['method'], w['path']) for w in writes] == [
+        ('POST', '/resource_providers'),
+        ('PUT', '/resource_providers/%s/inventories' % GPU),
+        ('PUT', '/allocations/%s' % VM1)]
