@@ -100,6 +100,9 @@ def create_engine(url, **kwargs):
         url = url.update_query_dict({'charset': 'utf8mb4'})
         kwargs.setdefault('isolation_level', 'READ COMMITTED')
     if url.get_backend_name() == 'postgresql':
+        if url.drivername == 'postgresql':
+            # SQLAlchemy 2.1 would pick psycopg 3; psycopg2 is what we ship.
+            url = url.set(drivername='postgresql+psycopg2')
         kwargs.setdefault('isolation_level', 'READ COMMITTED')
     kwargs.setdefault('pool_pre_ping', True)
     kwargs.setdefault('pool_recycle', 3600)
