@@ -157,9 +157,16 @@ class _Search:
                     by_anchor.setdefault(anchor, {}).setdefault(rc, []).append(rp)
 
 
+# Inventory totals are 32-bit: a larger amount fits nowhere (and would only
+# overflow integer arithmetic in the database).
+MAX_AMOUNT = 2147483647
+
+
 def find(conn, request, randomize=False, max_candidates=-1):
     """The Result for a CandidateRequest (see candidates_request)."""
     rc_ids = search.resolve_classes(conn, request.all_classes())
+    if any(a > MAX_AMOUNT for g in request.groups.values() for a in g.resources.values()):
+        return EMPTY
     trait_ids = search.resolve_traits(conn, request.all_traits())
     agg_ids = search.resolve_aggregates(conn, {u for g in request.groups.values()
                                                for s in g.member_of + [g.forbidden_aggs]

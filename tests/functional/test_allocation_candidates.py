@@ -346,6 +346,13 @@ def test_bad_queries_are_400(api, query, words):
     assert err['code'].startswith('placement.')
 
 
+def test_amounts_beyond_any_inventory(api, world):
+    compute(world, 'cn1')
+    resp = get(api, 'resources=VCPU:99999999999999999999', '1.10')
+    assert resp.status_int == 200
+    assert resp.json['allocation_requests'] == []
+
+
 def test_resources_required_before_1_25(api):
     assert error(get(api, 'resources1=VCPU:1', '1.24'))
     assert error(get(api, 'limit=1', '1.24'))
