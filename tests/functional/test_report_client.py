@@ -260,3 +260,14 @@ def test_a_device_replaced_under_the_same_name(placement):
     tree = client.fetch_tree(ROOT)
     assert tree.get('test-host_gpu0').uuid == new_gpu
     assert tree.get(new_gpu).inventories == {'VGPU': inventory(4)}
+
+
+def test_a_provider_already_in_another_tree_is_moved_into_ours(placement):
+    other = placement.client()
+    elsewhere = stable_uuid('other-host')
+    other.sync([Provider(elsewhere, 'other-host'), Provider(GPU1, 'test-host_gpu1', elsewhere)])
+    client = placement.client()
+    result = client.sync(host())
+    assert result.errors == []
+    assert result.updated == {GPU1: ['parent', 'inventories']}
+    assert client.fetch_tree(ROOT).get(GPU1).parent_uuid == NUMA1

@@ -76,11 +76,18 @@ class ProviderSync:
             owned[part] = set(getattr(desired, part))
 
     def known_subset(self):
-        uuids = set()
+        """What the diff compares with: our trees, and any provider we want."""
+        uuids = self.desired.uuids() & self.known.uuids()
         for root in self.desired.roots():
             if root.uuid in self.known:
                 uuids.update(p.uuid for p in self.known.subtree(root.uuid))
-        return [p for p in self.known.providers() if p.uuid in uuids]
+        subset = []
+        for provider in self.known.providers():      # parents first
+            if provider.uuid in uuids:
+                if provider.parent_uuid not in uuids:   # its parent is not ours
+                    provider = dataclasses.replace(provider, parent_uuid=None)
+                subset.append(provider)
+        return subset
 
     def effective_tree(self):
         return tree_mod.ProviderTree([self.effective(p) for p in self.desired.providers()])
@@ -128,6 +135,9 @@ class ProviderSync:
                 LOG.error('provider %s (%s) not created: %s', provider.name,
                           provider.uuid, e)
                 return False
+            if existing.parent_uuid not in self.known:
+                # it hangs in another tree: the parent write below moves it
+                existing = dataclasses.replace(existing, parent_uuid=None)
             self.known.put(existing)      # ours already, from an earlier life
             return True
         except errors.PlacementUnreachable:
