@@ -1,7 +1,8 @@
 """One provider sync: from the desired tree and the known one to writes.
 
-Order matters and is fixed: create the new providers (parents first, bare),
-reshape when allocated inventory moves, then write what differs on each
+Order matters and is fixed: delete a provider whose name a new one takes,
+create the new providers (parents first, bare), reshape when allocated
+inventory moves, then write what differs on each
 provider (name and parent, inventories, traits, aggregates, each with its
 generation), then delete what the host no longer has (children first).
 A 409 concurrent_update refreshes only that provider and tries again, a
@@ -102,11 +103,16 @@ class ProviderSync:
             self.own(uuid)
         if not plan:
             return
-        resources.ensure_custom_names(
-            self.http,
-            {rc for p in wanted.providers() for rc in p.inventories},
-            {t for p in wanted.providers() for t in p.traits},
-            self.state.ensured)
+        try:
+            resources.ensure_custom_names(
+                self.http,
+                {rc for p in wanted.providers() for rc in p.inventories},
+                {t for p in wanted.providers() for t in p.traits},
+                self.state.ensured)
+        except errors.PlacementUnreachable:
+            raise
+        except errors.PlacementError as e:   # the writes that need it fail and say so
+            self.result.errors.append(e)
         moves = self.moves_needing_reshape(plan, wanted)
         # a provider replaced by a new one of the same name must go first
         names = {p.name for p in plan.create}
