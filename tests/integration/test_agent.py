@@ -18,6 +18,14 @@ def server(placement_servers, tmp_path):
     return placement_servers('sqlite:///%s' % (tmp_path / 'placement.sqlite'))[0]
 
 
+@pytest.fixture(params=['ours', 'upstream'])
+def placement_url(request):
+    """Our placement-server, then upstream openstack-placement: same results."""
+    if request.param == 'ours':
+        return request.getfixturevalue('server').url
+    return request.getfixturevalue('upstream_placement')
+
+
 @pytest.fixture
 def host(tmp_path):
     """(write(description), host file path)."""
@@ -38,15 +46,15 @@ def agents(tmp_path):
         agent.stop()
 
 
-def test_daemon_follows_the_host_and_stops_cleanly(server, host, agents, tmp_path):
+def test_daemon_follows_the_host_and_stops_cleanly(placement_url, host, agents, tmp_path):
     write, path = host
     vm1 = instance('vm1', **{HOST: {'VCPU': 2, 'MEMORY_MB': 2048}})
     vm2 = instance('vm2', **{HOST: {'VCPU': 1}, HOST + '_gpu0': {'VGPU': 1}})
     description = env.describe_host(HOST, gpus=0, vfs=2, instances=[vm1])
     write(description)
-    conf = env.write_conf(tmp_path / 'tracker.conf', server.url, path, HOST)
+    conf = env.write_conf(tmp_path / 'tracker.conf', placement_url, path, HOST)
     agent = agents(conf)
-    placement = env.Placement(server.url)
+    placement = env.Placement(placement_url)
     env.wait_for(env.converged(placement, description), what='first sync')
 
     # Add a GPU, remove a VF, start an instance on the new GPU.
@@ -66,15 +74,15 @@ def test_daemon_follows_the_host_and_stops_cleanly(server, host, agents, tmp_pat
     assert 'Traceback' not in log
 
 
-def test_kill_9_mid_cycle_leaves_nothing_to_regret(server, host, agents, tmp_path):
+def test_kill_9_mid_cycle_leaves_nothing_to_regret(placement_url, host, agents, tmp_path):
     write, path = host
     vms = [instance('big-vm%d' % i, **{HOST: {'VCPU': 1},
                                        '%s_vf%d' % (HOST, i): {'SRIOV_NET_VF': 1}})
            for i in range(12)]
     description = env.describe_host(HOST, gpus=4, vfs=40, instances=vms)
     write(description)
-    conf = env.write_conf(tmp_path / 'tracker.conf', server.url, path, HOST)
-    placement = env.Placement(server.url)
+    conf = env.write_conf(tmp_path / 'tracker.conf', placement_url, path, HOST)
+    placement = env.Placement(placement_url)
     for attempt in range(3):
         agent = agents(conf)
         # Kill as soon as some, but not all, of the tree is in placement.
@@ -120,13 +128,13 @@ def _kinds(report):
     return sorted((d['kind'], d['name'] or d['uuid']) for d in report['drift'])
 
 
-def test_audit_reports_the_injected_drift_and_fix_repairs_it(server, host, tmp_path):
+def test_audit_reports_the_injected_drift_and_fix_repairs_it(placement_url, host, tmp_path):
     write, path = host
     vm1 = instance('vm1', **{HOST: {'VCPU': 2}})
     vm2 = instance('vm2', **{HOST: {'VCPU': 1}})
     description = env.describe_host(HOST, gpus=1, vfs=1, instances=[vm1, vm2])
     write(description)
-    conf = env.write_conf(tmp_path / 'tracker.conf', server.url, path, HOST)
+    conf = env.write_conf(tmp_path / 'tracker.conf', placement_url, path, HOST)
     once = env.run('tracker-agent', conf, '--once')
     assert once.returncode == 0, once.stderr
     assert HOST + '_gpu0' in once.stdout and 'VGPU' in once.stdout
@@ -161,7 +169,7 @@ def test_audit_reports_the_injected_drift_and_fix_repairs_it(server, host, tmp_p
     assert fix.returncode == 0, fix.stdout + fix.stderr
     assert 'repaired: in sync with placement' in fix.stdout
     assert env.run('tracker-audit', conf).returncode == 0
-    env.wait_for(env.converged(env.Placement(server.url), description), timeout=5)
+    env.wait_for(env.converged(env.Placement(placement_url), description), timeout=5)
 
 
 def test_commands_fail_in_one_line(tmp_path, host):
