@@ -162,3 +162,20 @@ def test_a_lasting_failure_is_logged_once(tmp_path, caplog):
     assert len(errors) == 2
     assert 'missing.yaml: No such file' in errors[0]
     assert 'missing.yaml' in errors[1] and 'No such file' not in errors[1]
+
+
+def test_a_hardware_event_asks_for_an_early_cycle(tmp_path, host_file):
+    import pyudev
+    agent = agent_mod.Agent(make_conf(tmp_path, host_file))
+    agent._start_hardware_monitor()        # a real udev netlink monitor
+    monitor = agent._hardware_monitor
+    assert monitor is not None
+    try:
+        device = next(iter(pyudev.Context().list_devices(subsystem='pci')))
+        monitor.handle('remove', device)   # what a PCI hot-unplug delivers
+        assert agent._wake.is_set()
+        agent._wake.clear()
+        monitor.handle('online', device)   # an action that changes no tree
+        assert not agent._wake.is_set()
+    finally:
+        monitor.stop()
