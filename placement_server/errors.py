@@ -7,7 +7,7 @@ clients branch on them, so never rename one.
 """
 import webob.exc
 
-UNDEFINED = 'placement.undefined'
+UNDEFINED = 'placement.undefined_code'
 CONCURRENT_UPDATE = 'placement.concurrent_update'
 DUPLICATE_NAME = 'placement.duplicate_name'
 INVENTORY_INUSE = 'placement.inventory.inuse'

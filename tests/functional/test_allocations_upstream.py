@@ -169,7 +169,7 @@ def _canonical(status, body, headers):
     if 'errors' in body:
         code = body['errors'][0].get('code')
         # Un-coded errors differ in wording only: compare specific codes.
-        return status, (code if code and not code.startswith('placement.undefined') else None)
+        return status, (code if code and not code.startswith('placement.undefined_code') else None)
     return status, body
 
 

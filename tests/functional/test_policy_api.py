@@ -10,7 +10,7 @@ def test_a_caller_without_the_role_gets_403_json(api):
     assert resp.content_type == 'application/json'
     error, = resp.json['errors']
     assert error['status'] == 403
-    assert error['code'] == 'placement.undefined'
+    assert error['code'] == 'placement.undefined_code'
     assert 'placement:resource_classes:list' in error['detail']
     assert resp.headers['OpenStack-API-Version'] == 'placement 1.23'
 
@@ -26,7 +26,7 @@ def test_a_system_scoped_admin_is_refused(api):
     resp = api.get('/resource_classes', version='1.23',
                    headers={'OpenStack-System-Scope': 'all'})
     assert resp.status_int == 403
-    assert resp.json['errors'][0]['code'] == 'placement.undefined'
+    assert resp.json['errors'][0]['code'] == 'placement.undefined_code'
 
 
 def test_a_project_reader_reads_its_own_usages_only(api):

@@ -181,7 +181,7 @@ def test_placement_direct_from_a_placement_conf(tmp_path):
         resp = adapter.post('/resource_providers', json={'name': 'bad' * 100},
                             microversion='1.39')
         assert resp.status_code == 400
-        assert resp.json()['errors'][0]['code'] == 'placement.undefined'
+        assert resp.json()['errors'][0]['code'] == 'placement.undefined_code'
     assert conf.api.auth_strategy == 'keystone'      # the caller's conf is as it was
 
 

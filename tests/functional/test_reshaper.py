@@ -123,14 +123,14 @@ def test_reshaper_appears_at_1_30(api, host):
      409, 'placement.inventory.inuse'),
     # more vGPUs than the child has
     (lambda b, h: b['allocations'][h['instance']]['allocations'][h['gpu']].update(
-        resources={'VGPU': 5}), 409, 'placement.undefined'),
+        resources={'VGPU': 5}), 409, 'placement.undefined_code'),
     # a provider that does not exist
     (lambda b, h: b['inventories'].update({str(uuidlib.uuid4()): {
         'resource_provider_generation': 0, 'inventories': {}}}),
      400, 'placement.resource_provider.not_found'),
     # an unknown resource class
     (lambda b, h: b['inventories'][h['gpu']]['inventories'].update(
-        {'CUSTOM_NOPE': inventory(1)}), 400, 'placement.undefined'),
+        {'CUSTOM_NOPE': inventory(1)}), 400, 'placement.undefined_code'),
 ])
 def test_any_error_changes_nothing(api, database, host, spoil, status, code):
     body = moved(api, host)

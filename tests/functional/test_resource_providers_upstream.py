@@ -159,7 +159,7 @@ def _canonical_body(status, body):
         code = body['errors'][0].get('code')
         # Both sides give the un-coded errors a default code; compare only
         # the specific ones.
-        if code and not code.startswith('placement.undefined'):
+        if code and not code.startswith('placement.undefined_code'):
             return status, code
         return status, None
     if 'resource_providers' in body:

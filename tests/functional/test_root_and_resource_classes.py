@@ -24,7 +24,7 @@ def test_latest_and_out_of_range_versions(api):
 def test_token_required(api):
     resp = api.get('/resource_classes', version='1.23', token='')
     assert resp.status_int == 401
-    assert resp.json['errors'][0]['code'] == 'placement.undefined'
+    assert resp.json['errors'][0]['code'] == 'placement.undefined_code'
 
 
 def test_resource_classes_before_1_2_do_not_exist(api):

@@ -90,7 +90,7 @@ def test_a_token_without_the_role_is_refused(deployment):
     resp = demo.get('/resource_providers')
     assert resp.status_code == 403
     error, = resp.json()['errors']
-    assert error['code'] == 'placement.undefined'
+    assert error['code'] == 'placement.undefined_code'
     assert 'placement:resource_providers:list' in error['detail']
     # but a member may read its own project's usages, as upstream allows
     project_id = demo.session.get_project_id()
