@@ -59,7 +59,7 @@ inventories = sa.Table(
     sa.Column('min_unit', sa.Integer, nullable=False),
     sa.Column('max_unit', sa.Integer, nullable=False),
     sa.Column('step_size', sa.Integer, nullable=False),
-    sa.Column('allocation_ratio', sa.Float, nullable=False),
+    sa.Column('allocation_ratio', sa.Double, nullable=False),
     *_timestamps(),
     sa.UniqueConstraint('resource_provider_id', 'resource_class_id'))
 

@@ -125,7 +125,7 @@ def upgrade():
     sa.Column('min_unit', sa.Integer(), nullable=False),
     sa.Column('max_unit', sa.Integer(), nullable=False),
     sa.Column('step_size', sa.Integer(), nullable=False),
-    sa.Column('allocation_ratio', sa.Float(), nullable=False),
+    sa.Column('allocation_ratio', sa.Double(), nullable=False),
     sa.Column('created_at', sa.DateTime(), nullable=False),
     sa.Column('updated_at', sa.DateTime(), nullable=True),
     sa.ForeignKeyConstraint(['resource_class_id'], ['resource_classes.id'], name=op.f('fk_inventories_resource_class_id_resource_classes')),
