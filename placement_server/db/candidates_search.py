@@ -162,6 +162,56 @@ def _trait_filters(rp_col, query):
     return conds
 
 
+def _usage(rc_ids):
+    """Allocated amounts per provider and class, for the given classes."""
+    return (sa.select(ALLOC.c.resource_provider_id.label('rp'),
+                      ALLOC.c.resource_class_id.label('rc'),
+                      sa.func.sum(ALLOC.c.used).label('used'))
+            .where(ALLOC.c.resource_class_id.in_(sorted(rc_ids)))
+            .group_by(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id)
+            .subquery('usage'))
+
+
+def _with_room(resources):
+    """Ids of providers with room for every (class, amount) in ``resources``.
+
+    One pass over the inventories of the requested classes, usage joined
+    once: databases plan this as hash joins, where one join per class
+    (with usage per row) became nested loops of index lookups.
+    """
+    usage = _usage(resources)
+    used = sa.func.coalesce(usage.c.used, 0)
+    fits = sa.or_(*[sa.and_(INV.c.resource_class_id == rc, *_fits(INV, used, amount))
+                    for rc, amount in sorted(resources.items())])
+    return (sa.select(INV.c.resource_provider_id)
+            .select_from(INV.outerjoin(usage, sa.and_(
+                usage.c.rp == INV.c.resource_provider_id,
+                usage.c.rc == INV.c.resource_class_id)))
+            .where(INV.c.resource_class_id.in_(sorted(resources)), fits)
+            .group_by(INV.c.resource_provider_id)
+            .having(sa.func.count() == len(resources)))
+
+
+def _having_traits(query):
+    conds = [RP.c.id.in_(sa.select(RPT.c.resource_provider_id)
+                         .where(RPT.c.trait_id.in_(sorted(any_of))))
+             for any_of in query.required]
+    if query.forbidden:
+        conds.append(RP.c.id.not_in(sa.select(RPT.c.resource_provider_id)
+                                    .where(RPT.c.trait_id.in_(sorted(query.forbidden)))))
+    return conds
+
+
+def _in_aggregates(query):
+    conds = [RP.c.id.in_(sa.select(RPA.c.resource_provider_id)
+                         .where(RPA.c.aggregate_id.in_(sorted(aggs))))
+             for aggs in query.member_of]
+    if query.forbidden_aggs:
+        conds.append(RP.c.id.not_in(sa.select(RPA.c.resource_provider_id)
+                                    .where(RPA.c.aggregate_id.in_(sorted(query.forbidden_aggs)))))
+    return conds
+
+
 def single_providers(conn, query, with_capacity=True):
     """Providers that alone satisfy a group: every class, trait and aggregate.
 
@@ -169,33 +219,35 @@ def single_providers(conn, query, with_capacity=True):
     {provider: uuid}); the second is only filled ``with_capacity`` (needed
     when several groups may add up on one provider).
     """
-    cols = [RP.c.id, RP.c.root_provider_id, RP.c.uuid]
-    conds = _trait_filters(RP.c.id, query)
-    if query.member_of:
-        conds.append(_in_all_aggregate_sets(RP.c.id, query.member_of))
-    if query.forbidden_aggs:
-        conds.append(~_in_any_aggregate(RP.c.id, query.forbidden_aggs))
+    conds = [RP.c.id.in_(_with_room(query.resources))] + _having_traits(query)
+    conds += _in_aggregates(query)
     if query.tree_root is not None:
         conds.append(RP.c.root_provider_id == query.tree_root)
-    from_ = RP
-    rcs = sorted(query.resources.items())
-    for i, (rc_id, amount) in enumerate(rcs):
-        inv = INV.alias('inv%d' % i)
-        from_ = from_.join(inv, sa.and_(inv.c.resource_provider_id == RP.c.id,
-                                        inv.c.resource_class_id == rc_id))
-        used = used_of(RP.c.id, rc_id)
-        conds += _fits(inv, used, amount)
-        if with_capacity:
-            cols += [inv.c.total, inv.c.reserved, inv.c.allocation_ratio, inv.c.max_unit,
-                     used.label('used%d' % i)]
-    roots, capacity, uuids = {}, {}, {}
-    for row in fetch_all(conn, sa.select(*cols).select_from(from_).where(*conds)):
-        roots[row[0]] = row[1]
-        uuids[row[0]] = row[2]
-        for i, (rc_id, _) in enumerate(rcs if with_capacity else ()):
-            total, reserved, ratio, max_unit, used = row[3 + 5 * i:8 + 5 * i]
-            capacity[row[0], rc_id] = (int((total - reserved) * ratio), int(used), max_unit)
+    roots, uuids = {}, {}
+    for rp, root, uuid in fetch_all(conn, sa.select(RP.c.id, RP.c.root_provider_id, RP.c.uuid)
+                                    .where(*conds)):
+        roots[rp] = root
+        uuids[rp] = uuid
+    capacity = capacities(conn, roots, query.resources) if with_capacity else {}
     return roots, capacity, uuids
+
+
+def capacities(conn, rp_ids, rc_ids):
+    """{(provider, class): (capacity, used, max_unit)} for the given pairs."""
+    usage = _usage(rc_ids)
+    found = {}
+    for chunk in chunks(rp_ids):
+        for rp, rc, total, reserved, ratio, max_unit, used in fetch_all(conn, (
+                sa.select(INV.c.resource_provider_id, INV.c.resource_class_id, INV.c.total,
+                          INV.c.reserved, INV.c.allocation_ratio, INV.c.max_unit,
+                          sa.func.coalesce(usage.c.used, 0))
+                .select_from(INV.outerjoin(usage, sa.and_(
+                    usage.c.rp == INV.c.resource_provider_id,
+                    usage.c.rc == INV.c.resource_class_id)))
+                .where(among(INV.c.resource_provider_id, chunk),
+                       INV.c.resource_class_id.in_(sorted(rc_ids))))):
+            found[rp, rc] = (int((total - reserved) * ratio), int(used), max_unit)
+    return found
 
 
 def _fits(inv, used, amount):
