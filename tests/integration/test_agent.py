@@ -1,10 +1,16 @@
 """The agent as operators run it: real placement-server and tracker-agent
 processes, a fake host edited between cycles."""
 import json
-import os
+import signal
+import socket
+import threading
 import time
+import uuid
 
+import oslo_messaging
 import pytest
+from oslo_config import cfg
+from oslo_messaging import conffixture
 
 from tests.integration import agent_env as env
 from tests.integration.agent_env import instance
@@ -190,13 +196,6 @@ def test_commands_fail_in_one_line(tmp_path, host):
 
 
 def test_daemon_notifies_and_answers_rpc(server, host, agents, tmp_path):
-    import threading
-    import uuid
-
-    import oslo_messaging
-    from oslo_config import cfg
-    from oslo_messaging import conffixture
-
     hostname = 'fake-rpc-%s' % uuid.uuid4().hex[:6]
     write, path = host
     vm = instance('vm-n', **{hostname: {'VCPU': 1}})
@@ -352,9 +351,6 @@ def test_aggregate_sync_survives_the_agent_and_reruns(placement_servers, host, a
 
 
 def test_daemon_speaks_systemd_and_reloads_on_sighup(server, host, agents, tmp_path):
-    import signal
-    import socket
-
     write, path = host
     write(env.describe_host(HOST))
     conf = env.write_conf(tmp_path / 'tracker.conf', server.url, path, HOST, interval=30)
