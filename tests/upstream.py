@@ -50,23 +50,25 @@ def venv_bin(name):
     return os.path.join(VENV, 'bin', name)
 
 
-def ensure_venv():
-    """Create (or reuse) the upstream virtualenv; return its path."""
-    os.makedirs(os.path.dirname(VENV) or '.', exist_ok=True)
-    marker = os.path.join(VENV, 'upstream-pins.txt')
-    wanted = '\n'.join(PINS) + '\n'
+def ensure_venv(venv=VENV, pins=PINS, marker_name='upstream-pins.txt', timeout=None):
+    """Create (or reuse) a side virtualenv holding ``pins`` (by default
+    upstream placement's); return its path. ``timeout`` bounds each step."""
+    os.makedirs(os.path.dirname(venv) or '.', exist_ok=True)
+    marker = os.path.join(venv, marker_name)
+    wanted = '\n'.join(pins) + '\n'
+    python = os.path.join(venv, 'bin', 'python')
     # Parallel test workers may all get here: one installs, the others wait.
-    with open(VENV.rstrip('/') + '.lock', 'w') as lock:
+    with open(venv.rstrip('/') + '.lock', 'w') as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if _read(marker) == wanted:
-            return VENV
-        if not os.path.exists(venv_bin('python')):
-            subprocess.run([sys.executable, '-m', 'venv', VENV], check=True)
-        subprocess.run([venv_bin('python'), '-m', 'pip', 'install', '-q'] + list(PINS),
-                       check=True)
+            return venv
+        if not os.path.exists(python):
+            subprocess.run([sys.executable, '-m', 'venv', venv], check=True, timeout=timeout)
+        subprocess.run([python, '-m', 'pip', 'install', '-q'] + list(pins),
+                       check=True, timeout=timeout, env=clean_env())
         with open(marker, 'w') as f:
             f.write(wanted)
-    return VENV
+    return venv
 
 
 def _read(path):

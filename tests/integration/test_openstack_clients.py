@@ -1,0 +1,221 @@
+"""The real ``openstack`` CLI (osc-placement) and openstacksdk against a
+``placement-server`` process, and the same CLI session against upstream
+placement 16.0.0: ours must give every command the same exit code and the
+same parsed output, at each microversion clients commonly pin.
+"""
+import json
+import re
+
+import pytest
+
+from tests.integration import clients as clients_mod
+from tests.integration import servers
+
+VERSIONS = ('1.0', '1.10', '1.14', '1.19', '1.28', '1.38', '1.39')
+
+ROOT = 'c1000000-0000-4000-8000-000000000001'
+CHILD = 'c1000000-0000-4000-8000-000000000002'
+AGG = 'c1000000-0000-4000-8000-0000000000a1'
+CONSUMER = 'c1000000-0000-4000-8000-0000000000c1'
+PROJECT = 'c1000000-0000-4000-8000-0000000000d1'
+USER = 'c1000000-0000-4000-8000-0000000000e1'
+MISSING = 'c1000000-0000-4000-8000-0000000000ff'
+
+
+def at_least(version, minimum):
+    return tuple(map(int, version.split('.'))) >= tuple(map(int, minimum.split('.')))
+
+
+@pytest.fixture(scope='module')
+def ours(tmp_path_factory):
+    workdir = str(tmp_path_factory.mktemp('ours'))
+    db_url = 'sqlite:///%s/placement.sqlite' % workdir
+    [server] = servers.start_servers(db_url, workdir)
+    clients = clients_mod.Clients(server.url, workdir)
+    yield clients
+    clients.close()
+    server.stop()
+
+
+@pytest.fixture(scope='module')
+def theirs(_upstream_server, tmp_path_factory):
+    clients = clients_mod.Clients(_upstream_server.url,
+                                  str(tmp_path_factory.mktemp('theirs')))
+    yield clients
+    clients.close()
+
+
+def session(clients, v, run=None):
+    """One operator's CLI session at microversion ``v``; returns its
+    transcript [(command, exit code, parsed output or error text)] after
+    checking every command that must succeed did."""
+    transcript = []
+
+    def checked_run(*argv, expect=0):
+        result = clients.cli(*argv, version=v)
+        if result.rc == 0:
+            assert result.stdout.strip() == '' or result.json is not None, result
+            output = result.json if result.stdout.strip() else None
+        else:
+            output = result.stderr.strip().splitlines()[-1:]
+        transcript.append((' '.join(argv), result.rc, output))
+        assert result.rc == expect, result
+        return output
+
+    run = run or checked_run
+    rc_name = 'CUSTOM_C1_' + v.replace('.', '_')
+    trait = 'CUSTOM_C1_T' + v.replace('.', '_')
+
+    root = run('resource', 'provider', 'create', 'c1-root-' + v, '--uuid', ROOT, '-f', 'json')
+    assert root['uuid'] == ROOT and root['generation'] == 0
+    listed = run('resource', 'provider', 'list', '--name', 'c1-root-' + v, '-f', 'json')
+    assert [p['uuid'] for p in listed] == [ROOT]
+    run('resource', 'provider', 'create', 'c1-root-' + v, '-f', 'json', expect=1)
+    run('resource', 'provider', 'show', ROOT, '-f', 'json')
+    run('resource', 'provider', 'show', MISSING, '-f', 'json', expect=1)
+    renamed = run('resource', 'provider', 'set', ROOT, '--name', 'c1-renamed-' + v, '-f', 'json')
+    assert renamed['name'] == 'c1-renamed-' + v
+    if at_least(v, '1.14'):
+        child = run('resource', 'provider', 'create', 'c1-child-' + v, '--uuid', CHILD,
+                    '--parent-provider', ROOT, '-f', 'json')
+        assert child['parent_provider_uuid'] == ROOT and child['root_provider_uuid'] == ROOT
+        tree = run('resource', 'provider', 'list', '--in-tree', CHILD, '-f', 'json')
+        assert sorted(p['uuid'] for p in tree) == [ROOT, CHILD]
+        run('resource', 'provider', 'show', CHILD, '--allocations', '-f', 'json')
+
+    # Resource classes and inventories.
+    if at_least(v, '1.2'):
+        run('resource', 'class', 'create', rc_name)
+        run('resource', 'class', 'show', rc_name, '-f', 'json')
+        run('resource', 'class', 'create', rc_name, expect=1)
+        classes = run('resource', 'class', 'list', '-f', 'json')
+        assert {rc_name, 'VCPU'} <= {c['name'] for c in classes}
+    else:
+        rc_name = 'DISK_GB'
+    inventory = run('resource', 'provider', 'inventory', 'set', ROOT,
+                    '--resource', 'VCPU=8', '--resource', 'VCPU:allocation_ratio=4.0',
+                    '--resource', 'MEMORY_MB=4096', '--resource', 'MEMORY_MB:reserved=512',
+                    '--resource', rc_name + '=3', '-f', 'json')
+    assert {i['resource_class']: i['total'] for i in inventory} == {
+        'VCPU': 8, 'MEMORY_MB': 4096, rc_name: 3}
+    run('resource', 'provider', 'inventory', 'list', ROOT, '-f', 'json')
+    vcpu = run('resource', 'provider', 'inventory', 'show', ROOT, 'VCPU', '-f', 'json')
+    assert vcpu['allocation_ratio'] == 4.0
+    # class set replaces one existing inventory (a new class is a 400)
+    run('resource', 'provider', 'inventory', 'class', 'set', ROOT, 'IPV4_ADDRESS',
+        '--total', '100', '-f', 'json', expect=1)
+    run('resource', 'provider', 'inventory', 'set', ROOT, '--amend',
+        '--resource', 'IPV4_ADDRESS=100', '-f', 'json')
+    run('resource', 'provider', 'inventory', 'class', 'set', ROOT, 'IPV4_ADDRESS',
+        '--total', '100', '--max_unit', '50', '-f', 'json')
+    run('resource', 'provider', 'inventory', 'show', ROOT, 'IPV4_ADDRESS', '-f', 'json')
+    run('resource', 'provider', 'inventory', 'delete', ROOT, '--resource-class', 'IPV4_ADDRESS')
+    run('resource', 'provider', 'inventory', 'show', ROOT, 'IPV4_ADDRESS', '-f', 'json',
+        expect=1)
+    run('resource', 'provider', 'inventory', 'set', ROOT, '--resource', 'VCPU=bad',
+        '-f', 'json', expect=1)
+
+    # Traits (1.6) and aggregates (1.1; with the provider generation at 1.19).
+    if at_least(v, '1.6'):
+        run('trait', 'create', trait)
+        run('trait', 'show', trait, '-f', 'json')
+        names = run('trait', 'list', '--name', 'startswith:CUSTOM_C1_T' + v.replace('.', '_'),
+                    '-f', 'json')
+        assert [t['name'] for t in names] == [trait]
+        traits = run('resource', 'provider', 'trait', 'set', ROOT, '--trait', trait,
+                     '--trait', 'HW_CPU_X86_AVX2', '-f', 'json')
+        assert sorted(t['name'] for t in traits) == sorted([trait, 'HW_CPU_X86_AVX2'])
+        run('resource', 'provider', 'trait', 'list', ROOT, '-f', 'json')
+        run('trait', 'delete', trait, expect=1)   # in use by ROOT
+    aggregate_args = ['resource', 'provider', 'aggregate', 'set', ROOT, '--aggregate', AGG]
+    if at_least(v, '1.19'):
+        generation = run('resource', 'provider', 'show', ROOT, '-f', 'json')['generation']
+        run(*aggregate_args, '--generation', str(generation + 5), '-f', 'json', expect=1)
+        aggregate_args += ['--generation', str(generation)]
+    if at_least(v, '1.1'):
+        aggregates = run(*aggregate_args, '-f', 'json')
+        assert [a['uuid'] for a in aggregates] == [AGG]
+        run('resource', 'provider', 'aggregate', 'list', ROOT, '-f', 'json')
+    if at_least(v, '1.3'):
+        member = run('resource', 'provider', 'list', '--member-of', AGG, '-f', 'json')
+        assert [p['uuid'] for p in member] == [ROOT]
+    if at_least(v, '1.4'):
+        run('resource', 'provider', 'list', '--resource', 'VCPU=2', '-f', 'json')
+    if at_least(v, '1.18'):
+        run('resource', 'provider', 'list', '--required', 'HW_CPU_X86_AVX2', '-f', 'json')
+
+    # Allocations, usages, candidates.
+    if at_least(v, '1.10'):
+        candidates = run('allocation', 'candidate', 'list', '--resource', 'VCPU=2',
+                         '--resource', 'MEMORY_MB=512', '-f', 'json')
+        assert len(candidates) == 1
+    alloc = ['resource', 'provider', 'allocation', 'set', CONSUMER,
+             '--allocation', 'rp=%s,VCPU=2,MEMORY_MB=512' % ROOT]
+    if at_least(v, '1.8'):
+        alloc += ['--project-id', PROJECT, '--user-id', USER]
+    if at_least(v, '1.38'):
+        alloc += ['--consumer-type', 'INSTANCE']
+    run(*alloc, '-f', 'json')
+    run('resource', 'provider', 'allocation', 'show', CONSUMER, '-f', 'json')
+    over = ['resource', 'provider', 'allocation', 'set', MISSING,
+            '--allocation', 'rp=%s,VCPU=64' % ROOT] + alloc[7:]
+    run(*over, '-f', 'json', expect=1)
+    usage = run('resource', 'provider', 'usage', 'show', ROOT, '-f', 'json')
+    assert {u['resource_class']: u['usage'] for u in usage}['VCPU'] == 2
+    if at_least(v, '1.9'):
+        run('resource', 'usage', 'show', PROJECT, '--user-id', USER, '-f', 'json')
+    if at_least(v, '1.12'):
+        run('resource', 'provider', 'allocation', 'unset', CONSUMER, '--provider', ROOT,
+            '--resource-class', 'MEMORY_MB', '-f', 'json')
+    run('resource', 'provider', 'delete', ROOT, expect=1)   # allocations on it
+    run('resource', 'provider', 'inventory', 'delete', ROOT, '--resource-class', 'VCPU',
+        expect=1)   # allocated
+    run('resource', 'provider', 'allocation', 'delete', CONSUMER)
+    run('resource', 'provider', 'allocation', 'delete', CONSUMER, expect=1)
+
+    # Clean up through the CLI too.
+    if at_least(v, '1.14'):
+        run('resource', 'provider', 'delete', ROOT, expect=1)   # has a child
+        run('resource', 'provider', 'delete', CHILD)
+    if at_least(v, '1.6'):
+        run('resource', 'provider', 'trait', 'delete', ROOT)
+        run('trait', 'delete', trait)
+    run('resource', 'provider', 'inventory', 'delete', ROOT, '--resource-class', rc_name)
+    if at_least(v, '1.2'):
+        run('resource', 'class', 'delete', rc_name)
+    run('resource', 'provider', 'delete', ROOT)
+    run('resource', 'provider', 'list', '-f', 'json')
+    return transcript
+
+
+def comparable(rc, output):
+    """What must match upstream: a failure's HTTP status (the detail texts
+    are free), a success's output in any row order (upstream lists rows and
+    comma-joined traits in database or set order)."""
+    if rc:
+        return re.findall(r'\(HTTP (\d+)\)', ' '.join(output))
+    if isinstance(output, dict):
+        return {k: ','.join(sorted(v.split(','))) if isinstance(v, str) else v
+                for k, v in output.items()}
+    if isinstance(output, list):
+        return sorted(json.dumps(comparable(0, row), sort_keys=True) for row in output)
+    return output
+
+
+@pytest.mark.parametrize('version', VERSIONS)
+def test_cli_session_matches_upstream(ours, theirs, upstream_placement, version):
+    upstream = session(theirs, version)
+    mine = session(ours, version)
+    assert [(cmd, rc) for cmd, rc, _ in mine] == [(cmd, rc) for cmd, rc, _ in upstream]
+    for (cmd, rc, out), (_, _, expected) in zip(mine, upstream):
+        assert (cmd, comparable(rc, out)) == (cmd, comparable(rc, expected))
+
+
+def test_console_script(ours):
+    """The installed ``openstack`` command, not just its main()."""
+    result = ours.console_script('resource', 'class', 'list', '-f', 'json')
+    assert result.returncode == 0, result.stderr
+    assert 'VCPU' in result.stdout
+    result = ours.console_script('resource', 'provider', 'show', MISSING)
+    assert result.returncode == 1
+    assert 'No resource provider with uuid %s found' % MISSING in result.stderr
