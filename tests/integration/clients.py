@@ -85,6 +85,10 @@ def run_sdk(method, args, kwargs, version):
             auth_type='admin_token', auth={'token': 'admin', 'endpoint': url},
             placement_api_version=version)
     try:
+        # {'provider': uuid} stands for the provider as the SDK reads it
+        # (with its generation), as a program would pass it.
+        args = [conn.placement.get_resource_provider(a['provider'])
+                if isinstance(a, dict) and set(a) == {'provider'} else a for a in args]
         result = plain(getattr(conn.placement, method)(*args, **kwargs))
         return {'result': result}
     except openstack.exceptions.HttpException as exc:
@@ -171,7 +175,8 @@ class Clients:
 
     def sdk(self, method, *args, version='1.39', **kwargs):
         """``conn.placement.<method>(*args, **kwargs)``; generators listed,
-        resources as dicts; an HTTP error raises SdkError."""
+        resources as dicts; an HTTP error raises SdkError. An argument
+        ``{'provider': uuid}`` is passed as that provider's SDK object."""
         answer = self._ask({'sdk': method, 'args': list(args), 'kwargs': kwargs,
                             'version': version})
         if 'error' in answer:

@@ -219,3 +219,83 @@ def test_console_script(ours):
     result = ours.console_script('resource', 'provider', 'show', MISSING)
     assert result.returncode == 1
     assert 'No resource provider with uuid %s found' % MISSING in result.stderr
+
+
+def sdk_session(clients, v):
+    """openstacksdk's placement proxy at microversion ``v``; returns its
+    transcript [(call, HTTP status or 'ok', result)]."""
+    transcript = []
+
+    def call(method, *args, expect='ok', **kwargs):
+        try:
+            result, outcome = clients.sdk(method, *args, version=v, **kwargs), 'ok'
+        except clients_mod.SdkError as exc:
+            result, outcome = None, exc.status
+        transcript.append((method, outcome, result))
+        assert outcome == expect, (method, outcome)
+        return result
+
+    rc_name = 'CUSTOM_C1_SDK_' + v.replace('.', '_')
+    trait = 'CUSTOM_C1_SDKT_' + v.replace('.', '_')
+    root = call('create_resource_provider', name='c1-sdk-' + v, id=ROOT)
+    assert root['id'] == ROOT
+    call('create_resource_provider', name='c1-sdk-' + v, expect=409)
+    listed = call('resource_providers', name='c1-sdk-' + v)
+    assert [p['id'] for p in listed] == [ROOT]
+    call('get_resource_provider', MISSING, expect=404)
+    renamed = call('update_resource_provider', ROOT, name='c1-sdk-renamed-' + v)
+    assert renamed['name'] == 'c1-sdk-renamed-' + v
+    if at_least(v, '1.14'):
+        call('create_resource_provider', name='c1-sdk-child-' + v, id=CHILD,
+             parent_provider_id=ROOT)
+        assert call('get_resource_provider', CHILD)['root_provider_id'] == ROOT
+        tree = call('resource_providers', in_tree=CHILD)
+        assert sorted(p['id'] for p in tree) == [ROOT, CHILD]
+
+    call('create_resource_class', name=rc_name)
+    assert rc_name in [c['name'] for c in call('resource_classes')]
+    call('get_resource_class', rc_name)
+    call('create_resource_provider_inventory', ROOT, resource_class='VCPU', total=8,
+         allocation_ratio=2.0)
+    call('create_resource_provider_inventory', ROOT, resource_class=rc_name, total=4)
+    call('create_resource_provider_inventory', ROOT, resource_class='VCPU', total=8,
+         expect=409)
+    inventories = call('resource_provider_inventories', ROOT)
+    assert {i['resource_class']: i['total'] for i in inventories} == {'VCPU': 8, rc_name: 4}
+    vcpu = call('get_resource_provider_inventory', 'VCPU', resource_provider=ROOT)
+    call('update_resource_provider_inventory', 'VCPU', resource_provider=ROOT, total=16,
+         resource_provider_generation=vcpu['resource_provider_generation'])
+    call('update_resource_provider_inventory', 'VCPU', resource_provider=ROOT, total=4,
+         resource_provider_generation=vcpu['resource_provider_generation'], expect=409)
+    call('delete_resource_provider_inventory', rc_name, resource_provider=ROOT)
+    call('get_resource_provider_inventory', rc_name, resource_provider=ROOT, expect=404)
+
+    call('create_trait', trait)
+    call('get_trait', trait)
+    assert trait in [t['name'] for t in call('traits', name='startswith:CUSTOM_C1_SDKT_')]
+    call('set_resource_provider_aggregates', {'provider': ROOT}, AGG)
+    aggregates = call('fetch_resource_provider_aggregates', ROOT)
+    assert aggregates['aggregates'] == [AGG]
+    call('fetch_resource_provider_usages', ROOT)
+    if at_least(v, '1.10'):
+        call('allocation_candidates', resources='VCPU:2')
+    call('resource_provider_allocations', ROOT)
+
+    call('delete_trait', trait)
+    call('delete_trait', trait, ignore_missing=False, expect=404)
+    call('delete_resource_class', rc_name)
+    if at_least(v, '1.14'):
+        call('delete_resource_provider', ROOT, expect=409)   # has a child
+        call('delete_resource_provider', CHILD)
+    call('delete_resource_provider', ROOT)
+    call('get_resource_provider', ROOT, expect=404)
+    return transcript
+
+
+@pytest.mark.parametrize('version', ('1.14', '1.39'))
+def test_sdk_session_matches_upstream(ours, theirs, upstream_placement, version):
+    upstream = sdk_session(theirs, version)
+    mine = sdk_session(ours, version)
+    assert [c[:2] for c in mine] == [c[:2] for c in upstream]
+    for (method, _, result), (_, _, expected) in zip(mine, upstream):
+        assert (method, comparable(0, result)) == (method, comparable(0, expected))
