@@ -2,9 +2,9 @@
 
 Every query returns only providers that can take part in an answer:
 capacity ((total - reserved) * allocation_ratio - used), min_unit, max_unit
-and step_size are checked in SQL, usage is summed per provider and class
-by a correlated subquery on the (provider, class) index, and trait and
-aggregate filters are EXISTS clauses. Python only combines what comes back.
+and step_size are checked in SQL, with usage summed per provider and class
+in a derived table joined once, and trait and aggregate filters are
+semi-joins. Python only combines what comes back.
 """
 import os_traits
 import sqlalchemy as sa
@@ -71,15 +71,6 @@ def _in_any_aggregate(rp_col, agg_ids):
 
 def _in_all_aggregate_sets(rp_col, member_of):
     return sa.and_(*[_in_any_aggregate(rp_col, s) for s in member_of])
-
-
-def used_of(rp_col, rc_id):
-    """What is allocated of class ``rc_id`` from provider ``rp_col``."""
-    total = (sa.select(sa.func.sum(ALLOC.c.used))
-             .where(ALLOC.c.resource_provider_id == rp_col,
-                    ALLOC.c.resource_class_id == rc_id)
-             .scalar_subquery())
-    return sa.func.coalesce(total, 0)
 
 
 def resolve_classes(conn, names):
@@ -284,12 +275,14 @@ def providers_per_class(conn, query):
                   for k, any_of in enumerate(query.required)]
     by_class, roots, capacity, meets = {}, {}, {}, {}
     for rc_id, amount in sorted(query.resources.items()):
-        used = used_of(RP.c.id, rc_id)
+        usage = _usage([rc_id])
+        used = sa.func.coalesce(usage.c.used, 0)
         sel = (sa.select(RP.c.id, RP.c.root_provider_id, INV.c.total, INV.c.reserved,
                          INV.c.allocation_ratio, INV.c.max_unit, used.label('used'),
                          *trait_cols)
                .join(INV, sa.and_(INV.c.resource_provider_id == RP.c.id,
                                   INV.c.resource_class_id == rc_id))
+               .outerjoin(usage, usage.c.rp == RP.c.id)
                .where(*base, *_fits(INV, used, amount)))
         found = by_class[rc_id] = []
         for row in fetch_all(conn, sel):
