@@ -89,8 +89,7 @@ class _Search:
     def __init__(self, conn, request):
         self.conn = conn
         self.request = request
-        self.sharing = search.sharing_providers(conn)
-        self.trees = search.has_trees(conn)
+        self.sharing, self.trees = search.deployment_shape(conn)
         # Without trees or sharing providers every group is one provider.
         self.spread_needed = bool(self.sharing) or self.trees
         self.root_of = {}
@@ -164,13 +163,12 @@ MAX_AMOUNT = 2147483647
 
 def find(conn, request, randomize=False, max_candidates=-1):
     """The Result for a CandidateRequest (see candidates_request)."""
-    rc_ids = search.resolve_classes(conn, request.all_classes())
+    rc_ids, trait_ids, agg_ids = search.resolve_names(
+        conn, request.all_classes(), request.all_traits(),
+        {u for g in request.groups.values() for s in g.member_of + [g.forbidden_aggs]
+         for u in s})
     if any(a > MAX_AMOUNT for g in request.groups.values() for a in g.resources.values()):
         return EMPTY
-    trait_ids = search.resolve_traits(conn, request.all_traits())
-    agg_ids = search.resolve_aggregates(conn, {u for g in request.groups.values()
-                                               for s in g.member_of + [g.forbidden_aggs]
-                                               for u in s})
     try:
         queries = [_group_query(conn, g, rc_ids, trait_ids, agg_ids)
                    for g in request.groups.values()]

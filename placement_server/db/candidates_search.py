@@ -73,35 +73,32 @@ def _in_all_aggregate_sets(rp_col, member_of):
     return sa.and_(*[_in_any_aggregate(rp_col, s) for s in member_of])
 
 
-def resolve_classes(conn, names):
-    rows = conn.execute(sa.select(tables.resource_classes.c.name, tables.resource_classes.c.id)
-                        .where(tables.resource_classes.c.name.in_(sorted(names)))).all()
-    ids = dict(rows)
-    for name in sorted(names):
-        if name not in ids:
+def resolve_names(conn, classes, traits, aggregates):
+    """Ids of resource classes, traits and aggregates, in one round trip.
+
+    Returns ({class: id}, {trait: id}, {aggregate uuid: id}); an unknown
+    class or trait is a 400 (an unknown aggregate just matches nothing).
+    """
+    rc, trait, agg = tables.resource_classes, tables.traits, tables.placement_aggregates
+    parts = [sa.select(sa.literal('c').label('kind'), rc.c.name, rc.c.id)
+             .where(rc.c.name.in_(sorted(classes)))]
+    if traits:
+        parts.append(sa.select(sa.literal('t'), trait.c.name, trait.c.id)
+                     .where(trait.c.name.in_(sorted(traits))))
+    if aggregates:
+        parts.append(sa.select(sa.literal('a'), agg.c.uuid, agg.c.id)
+                     .where(agg.c.uuid.in_(sorted(aggregates))))
+    found = {'c': {}, 't': {}, 'a': {}}
+    for kind, name, id_ in conn.execute(sa.union_all(*parts)):
+        found[kind][name] = id_
+    for name in sorted(classes):
+        if name not in found['c']:
             raise errors.BadRequest('Invalid resource class in resources parameter: '
                                     'No such resource class %s.' % name)
-    return ids
-
-
-def resolve_traits(conn, names):
-    if not names:
-        return {}
-    rows = conn.execute(sa.select(tables.traits.c.name, tables.traits.c.id)
-                        .where(tables.traits.c.name.in_(sorted(names)))).all()
-    ids = dict(rows)
-    missing = sorted(set(names) - set(ids))
+    missing = sorted(set(traits) - set(found['t']))
     if missing:
         raise errors.BadRequest('No such trait(s): %s.' % ', '.join(missing))
-    return ids
-
-
-def resolve_aggregates(conn, uuids):
-    if not uuids:
-        return {}
-    agg = tables.placement_aggregates
-    return dict(conn.execute(sa.select(agg.c.uuid, agg.c.id)
-                             .where(agg.c.uuid.in_(sorted(uuids)))).all())
+    return found['c'], found['t'], found['a']
 
 
 def root_of_uuid(conn, uuid):
@@ -109,22 +106,26 @@ def root_of_uuid(conn, uuid):
                         .where(RP.c.uuid == uuid)).scalar()
 
 
-def has_trees(conn):
-    return conn.execute(sa.select(RP.c.id).where(RP.c.parent_provider_id.is_not(None))
-                        .limit(1)).first() is not None
-
-
-def sharing_providers(conn):
-    """{provider id: set of its aggregate ids} for MISC_SHARES_VIA_AGGREGATE providers."""
-    shares = (sa.select(RPT.c.resource_provider_id)
+def deployment_shape(conn):
+    """(sharing providers as {id: set of aggregate ids}, whether any tree
+    has more than one provider), in one round trip when nothing shares."""
+    shares = (sa.select(sa.literal('s').label('kind'), RPT.c.resource_provider_id)
               .join(tables.traits, tables.traits.c.id == RPT.c.trait_id)
               .where(tables.traits.c.name == os_traits.MISC_SHARES_VIA_AGGREGATE))
-    found = {rp: set() for rp in conn.execute(shares).scalars()}
-    if found:
+    child = (sa.select(RP.c.id).where(RP.c.parent_provider_id.is_not(None))
+             .limit(1).subquery('child'))
+    sharing, trees = {}, False
+    for kind, rp in conn.execute(sa.union_all(
+            shares, sa.select(sa.literal('t'), child.c.id))):
+        if kind == 's':
+            sharing[rp] = set()
+        else:
+            trees = True
+    if sharing:
         for rp, agg in conn.execute(sa.select(RPA.c.resource_provider_id, RPA.c.aggregate_id)
-                                    .where(RPA.c.resource_provider_id.in_(sorted(found)))):
-            found[rp].add(agg)
-    return found
+                                    .where(RPA.c.resource_provider_id.in_(sorted(sharing)))):
+            sharing[rp].add(agg)
+    return sharing, trees
 
 
 def sharing_anchors(conn, sharing_ids):
@@ -352,30 +353,34 @@ def providers_by_id(conn, ids):
 def summaries_data(conn, rp_ids):
     """Inventories with usage, and trait names, of the given providers.
 
-    Returns ({provider: {class name: (capacity, used)}}, {provider: [trait]}).
+    Two queries per chunk of providers (each one round trip to the
+    database). Returns ({provider: {class name: (capacity, used)}},
+    {provider: [trait]}).
     """
-    rc_names = dict(conn.execute(sa.select(tables.resource_classes.c.id,
-                                           tables.resource_classes.c.name)).all())
+    rc, trait = tables.resource_classes, tables.traits
     resources = {rp: {} for rp in rp_ids}
-    trait_ids = {rp: [] for rp in rp_ids}
+    traits = {rp: [] for rp in rp_ids}
     for chunk in chunks(rp_ids):
-        used = {(rp, c): int(u) for rp, c, u in fetch_all(conn, (
-            sa.select(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id,
-                      sa.func.sum(ALLOC.c.used))
-            .where(among(ALLOC.c.resource_provider_id, chunk))
-            .group_by(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id)))}
-        for rp, rc_id, total, reserved, ratio in fetch_all(conn, (
-                sa.select(INV.c.resource_provider_id, INV.c.resource_class_id,
-                          INV.c.total, INV.c.reserved, INV.c.allocation_ratio)
+        usage = (sa.select(ALLOC.c.resource_provider_id.label('rp'),
+                           ALLOC.c.resource_class_id.label('rc'),
+                           sa.func.sum(ALLOC.c.used).label('used'))
+                 .where(among(ALLOC.c.resource_provider_id, chunk))
+                 .group_by(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id)
+                 .subquery('usage'))
+        for rp, name, total, reserved, ratio, used in fetch_all(conn, (
+                sa.select(INV.c.resource_provider_id, rc.c.name, INV.c.total, INV.c.reserved,
+                          INV.c.allocation_ratio, sa.func.coalesce(usage.c.used, 0))
+                .select_from(INV.join(rc, rc.c.id == INV.c.resource_class_id)
+                             .outerjoin(usage, sa.and_(
+                                 usage.c.rp == INV.c.resource_provider_id,
+                                 usage.c.rc == INV.c.resource_class_id)))
                 .where(among(INV.c.resource_provider_id, chunk)))):
-            resources[rp][rc_names[rc_id]] = (int((total - reserved) * ratio),
-                                              used.get((rp, rc_id), 0))
-        for rp, trait_id in fetch_all(conn, (
-                sa.select(RPT.c.resource_provider_id, RPT.c.trait_id)
+            resources[rp][name] = (int((total - reserved) * ratio), int(used))
+        for rp, name in fetch_all(conn, (
+                sa.select(RPT.c.resource_provider_id, trait.c.name)
+                .join(trait, trait.c.id == RPT.c.trait_id)
                 .where(among(RPT.c.resource_provider_id, chunk)))):
-            trait_ids[rp].append(trait_id)
-    wanted = {t for ids in trait_ids.values() for t in ids}
-    trait_names = dict(conn.execute(sa.select(tables.traits.c.id, tables.traits.c.name)
-                                    .where(tables.traits.c.id.in_(sorted(wanted)))).all())
-    traits = {rp: sorted(trait_names[t] for t in ids) for rp, ids in trait_ids.items()}
+            traits[rp].append(name)
+    for names in traits.values():
+        names.sort()
     return resources, traits
