@@ -37,6 +37,7 @@ def _error_body(err, request_id, version):
              'request_id': request_id}
     if version is None or version >= (1, 23):
         error['code'] = err.code
+    error.update(getattr(err, 'extra', {}))
     return json.dumps({'errors': [error]}).encode('utf-8')
 
 
@@ -89,7 +90,11 @@ class PlacementApp:
             except microversion.InvalidVersion as e:
                 raise errors.BadRequest(str(e))
             except microversion.UnacceptableVersion as e:
-                raise errors.NotAcceptable(str(e))
+                err = errors.NotAcceptable(str(e))
+                # As upstream: the error says which versions are offered.
+                err.extra = {'min_version': str(microversion.MIN_VERSION),
+                             'max_version': str(microversion.MAX_VERSION)}
+                raise err
             environ['placement.microversion'] = version
             resp = webob.Request(environ).get_response(self.app)
         except errors.PlacementError as err:
