@@ -107,6 +107,17 @@ class _Search:
         missing = [rp for rp in rps if rp in self.sharing and rp not in self._anchors]
         self._anchors.update(search.sharing_anchors(self.conn, missing))
 
+    def lone_group(self, query):
+        """A request of one single-provider group and no root filter: each
+        matching provider is one candidate, whatever it anchors."""
+        found, _, uuids = search.single_providers(self.conn, query, with_capacity=False)
+        self.root_of.update(found)
+        self.uuid_of.update(uuids)
+        classes = sorted(query.resources.items())
+        return [combine.Candidate({(rp, rc): amount for rc, amount in classes},
+                                  {query.suffix: [rp]})
+                for rp in sorted(found)]
+
     def options(self, query):
         if not query.resources:
             found = search.resourceless_providers(self.conn, query)
@@ -175,38 +186,47 @@ def find(conn, request, randomize=False, max_candidates=-1):
     except _NoMatch:
         return EMPTY
     state = _Search(conn, request)
-    options = {}
-    for query in queries:
-        options[query.suffix] = found = state.options(query)
-        if not found:
-            return EMPTY
-    anchors = set.intersection(*(set(o) for o in options.values()))
-    if request.root_required or request.root_forbidden:
-        anchors = search.matching_roots(conn, anchors,
-                                        {trait_ids[t] for t in request.root_required},
-                                        {trait_ids[t] for t in request.root_forbidden})
-    if not anchors:
-        return EMPTY
-    options = {s: {a: o[a] for a in anchors} for s, o in options.items()}
-    parent_of = {}
-    if request.same_subtrees:
-        parent_of = {row[0]: row[2] for row in search.tree_members(
-            conn, {state.root_of[rp] for o in options.values() for pieces in o.values()
-                   for piece in pieces for rp in piece.providers})}
-
     stop_after = None
     if request.limit and not randomize:
         stop_after = request.limit
     if max_candidates >= 0:
         stop_after = min(stop_after or max_candidates, max_candidates)
-    candidates = combine.merge(request, options, state.capacity, state.root_of,
-                               parent_of, stop_after)
+    lone = queries[0] if len(queries) == 1 else None
+    if (lone is not None and lone.resources and (lone.granular or not state.spread_needed)
+            and not (request.root_required or request.root_forbidden)):
+        candidates = state.lone_group(lone)[:stop_after]
+    else:
+        candidates = _combined(conn, request, state, queries, trait_ids, stop_after)
     if randomize:
         random.shuffle(candidates)
     if request.limit:
         candidates = candidates[:request.limit]
     return _with_summaries(conn, request, candidates, state,
                            {v: k for k, v in rc_ids.items()})
+
+
+def _combined(conn, request, state, queries, trait_ids, stop_after):
+    """Candidates made of one piece per group under a common anchor."""
+    options = {}
+    for query in queries:
+        options[query.suffix] = found = state.options(query)
+        if not found:
+            return []
+    anchors = set.intersection(*(set(o) for o in options.values()))
+    if request.root_required or request.root_forbidden:
+        anchors = search.matching_roots(conn, anchors,
+                                        {trait_ids[t] for t in request.root_required},
+                                        {trait_ids[t] for t in request.root_forbidden})
+    if not anchors:
+        return []
+    options = {s: {a: o[a] for a in anchors} for s, o in options.items()}
+    parent_of = {}
+    if request.same_subtrees:
+        parent_of = {row[0]: row[2] for row in search.tree_members(
+            conn, {state.root_of[rp] for o in options.values() for pieces in o.values()
+                   for piece in pieces for rp in piece.providers})}
+    return combine.merge(request, options, state.capacity, state.root_of, parent_of,
+                         stop_after)
 
 
 def _with_summaries(conn, request, candidates, state, class_names):
