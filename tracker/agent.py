@@ -171,8 +171,8 @@ class Agent(service.ServiceBase):
     def _placement_state(self, reachable, exc=None):
         if reachable:
             if self.reachable is False:
-                LOG.warning('placement is reachable again after %d failed '
-                            'cycle(s)', self.failures)
+                LOG.info('placement is reachable again after %d failed '
+                         'cycle(s)', self.failures)
             self.failures = 0
         else:
             if self.reachable is not False:

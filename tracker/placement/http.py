@@ -148,8 +148,10 @@ class Transport:
                 self.counters.retries += 1
                 delay = min(self.max_retry_delay, self.retry_delay * 2 ** (attempt - 1))
                 delay *= random.uniform(0.5, 1.0)   # no thundering herd of agents
-                LOG.warning('placement unavailable (%s); retry %d in %.1fs',
-                            failure, attempt, delay)
+                # DEBUG: the agent logs the change of state once, not
+                # every retry of every cycle while placement is away.
+                LOG.debug('placement unavailable (%s); retry %d in %.1fs',
+                          failure, attempt, delay)
                 time.sleep(delay)
         raise errors.PlacementUnreachable('placement unreachable after %d attempts: %s'
                                           % (self.attempts, failure))
