@@ -3,7 +3,8 @@
 Routes are declared in ``ROUTES`` (placement_server.handlers) as
 ``(template, {METHOD: handler})`` where a template segment ``{name}``
 matches one path segment and is passed to the handler as a keyword.
-An unknown path is a 404, a known path with another method a 405 that
+An unknown path (or one with a trailing slash) is a 404, a known path
+with another method (HEAD included) a 405 that
 lists the allowed ones.
 """
 import re
@@ -21,12 +22,13 @@ class Router:
 
     def match(self, method, path):
         """Return (handler, kwargs) or raise NotFound/MethodNotAllowed."""
-        path = path.rstrip('/') or '/'
+        # As upstream: the path must match exactly (a trailing slash is a
+        # 404) and HEAD is not GET (a 405 listing the methods).
         for regex, methods in self._routes:
             m = regex.match(path)
             if m is None:
                 continue
-            handler = methods.get(method) or (method == 'HEAD' and methods.get('GET'))
+            handler = methods.get(method)
             if not handler:
                 allowed = ', '.join(sorted(methods))
                 raise errors.MethodNotAllowed(

@@ -41,6 +41,8 @@ SCRIPT = [
     ('POST', '/resource_providers', '1.20', {'name': 'w2'}),
     ('POST', '/resource_providers', '1.20', 'not json'),
     ('PATCH', '/resource_providers', '1.20', None),
+    ('GET', '/resource_providers/', '1.20', None),
+    ('GET', '/nope', '1.20', None),
     ('GET', '/resource_providers/%s' % RP, '1.0', None),
     ('GET', '/resource_providers/%s' % RP, '1.14', None),
     ('GET', '/resource_providers?in_tree=%s' % CHILD, '1.14', None),
@@ -161,3 +163,13 @@ def test_unacceptable_version_names_the_range(api, upstream_placement):
         error = body['errors'][0]
         assert (error['min_version'], error['max_version']) == ('1.0', '1.39')
         assert 'OpenStack-API-Version' not in headers
+
+
+def test_head_is_not_get(api, upstream_placement):
+    """Upstream routes no HEAD: a 405 that lists the methods."""
+    for path in ('/', '/resource_providers', '/resource_providers/%s' % RP):
+        ours = _ours(api, 'HEAD', path, '1.39', None)
+        theirs = _upstream(upstream_placement, 'HEAD', path, '1.39', None)
+        assert ours[0] == theirs[0] == 405, path
+        allowed = [sorted(r[1]['Allow'].split(', ')) for r in (ours, theirs)]
+        assert allowed[0] == allowed[1], path
