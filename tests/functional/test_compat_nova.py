@@ -5,7 +5,6 @@ placement 16.0.0, so every asserted fact is upstream's too.
 """
 import json
 
-import pytest
 import requests
 
 from placement_server import errors
@@ -129,8 +128,7 @@ def test_nova_lifecycle_on_ours(api):
     nova_lifecycle(call)
 
 
-@pytest.mark.parametrize('backend', ['upstream'])
-def test_nova_lifecycle_on_upstream(upstream_placement, backend):
+def test_nova_lifecycle_on_upstream(upstream_placement):
     def call(method, path, version, body):
         headers = dict(NOVA_ROLES, **{'X-Auth-Token': 'admin',
                                       'OpenStack-API-Version': 'placement %s' % version})
