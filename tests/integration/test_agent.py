@@ -404,3 +404,28 @@ def test_a_broker_that_is_down_does_not_hold_the_agent(server, host, agents, tmp
     started = time.monotonic()
     assert agent.stop() == 0
     assert time.monotonic() - started < 15
+
+
+def test_libvirt_test_driver_host_is_reported_in_sync(server, tmp_path):
+    """libvirt's test:///default runs an 8 GiB guest on cells of 2 + 4 GiB:
+    with the operator's overcommit (nova's default ram ratio, 1.5) it fits,
+    and one allocation may take the whole overcommitted capacity."""
+    conf = tmp_path / 'tracker.conf'
+    conf.write_text('[tracker]\ndriver = libvirt\nrpc = false\nnotifications = false\n'
+                    '[libvirt]\nconnection_uri = test:///default\n'
+                    '[compute]\nram_allocation_ratio = 1.5\n'
+                    'instances_path = %s\n'
+                    '[placement]\nauth_type = admin_token\ntoken = admin\n'
+                    'endpoint = %s\nconnect_retries = 0\n' % (tmp_path, server.url))
+    once = env.run('tracker-agent', str(conf), '--once')
+    assert once.returncode == 0, once.stdout + once.stderr
+    audit = env.run('tracker-audit', str(conf), '--json')
+    assert audit.returncode == 0, audit.stdout + audit.stderr
+    report = json.loads(audit.stdout)
+    assert report['in_sync'] is True and report['drift'] == []
+    hostname = report['host']
+    memory = env.Placement(server.url).get(
+        '/resource_providers/%s/inventories/MEMORY_MB' % env.root_uuid(hostname))
+    assert (memory['total'], memory['max_unit']) == (6144, 8448)
+    assert list(env.Placement(server.url).allocations(hostname).values()) == [
+        {hostname: {'VCPU': 2, 'MEMORY_MB': 8192}}]

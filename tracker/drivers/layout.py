@@ -65,6 +65,17 @@ def _add(provider, rc, total, reserved=0, ratio=1.0):
             total, reserved=min(reserved, total), allocation_ratio=ratio)
 
 
+def _fit_largest(record):
+    """Let one allocation take the whole capacity, overcommit included: a
+    guest bigger than physical memory runs on an overcommitted host, and
+    the tracker must be able to report it (max_unit = total would refuse
+    its allocation forever)."""
+    if record:
+        capacity = int((record['total'] - record['reserved'])
+                       * record['allocation_ratio'])
+        record['max_unit'] = max(record['total'], capacity)
+
+
 class Layout:
     """The provider tree for one ``HostFacts``, and claims against it."""
 
@@ -106,6 +117,7 @@ class Layout:
                  compute.cpu_allocation_ratio)
             _add(root, 'MEMORY_MB', facts.memory_mb, self._reserved_memory(),
                  compute.ram_allocation_ratio)
+            _fit_largest(root.inventories.get('MEMORY_MB'))
         if self.sharing_uuid:
             root.aggregates = {compute.shared_storage_aggregate_uuid
                                or self.sharing_uuid}

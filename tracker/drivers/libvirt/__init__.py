@@ -100,9 +100,13 @@ class LibvirtDriver(base.Driver):
         nodes = caps.numa_nodes
         if not nodes:
             nodes = host_numa.read_nodes(self._paths())
+        # The cells are what NUMA providers report; the root reports their
+        # sum too, so both layouts agree (getInfo can say less: libvirt's
+        # test:///default says 3 GiB over cells of 2 + 4 GiB).
+        memory_mb = sum(n.memory_mb for n in caps.numa_nodes) or info[1]
         host = facts.HostFacts(
             hostname=self.conf.compute.host or conn.getHostname(),
-            cpus=list(range(info[2])), memory_mb=info[1],
+            cpus=list(range(info[2])), memory_mb=memory_mb,
             disk_gb=self.disk_gb(conn), cpu_flags=self.cpu_features(conn, caps),
             arch=caps.arch,
             huge_pages_mb=sum(n.huge_pages_mb for n in nodes),
