@@ -4,6 +4,13 @@ import copy
 from placement_server.schemas import allocation
 from placement_server.schemas import inventory
 
+def _allocations(post_schema):
+    # Unlike POST /allocations, a reshape may move no allocation at all.
+    schema = copy.deepcopy(post_schema)
+    schema.pop('minProperties', None)
+    return schema
+
+
 POST_1_30 = {
     'type': 'object',
     'properties': {
@@ -14,14 +21,14 @@ POST_1_30 = {
             'minProperties': 1,
             'additionalProperties': False,
         },
-        'allocations': allocation.POST_1_28,
+        'allocations': _allocations(allocation.POST_1_28),
     },
     'required': ['inventories', 'allocations'],
     'additionalProperties': False,
 }
 
 POST_1_38 = copy.deepcopy(POST_1_30)
-POST_1_38['properties']['allocations'] = allocation.POST_1_38
+POST_1_38['properties']['allocations'] = _allocations(allocation.POST_1_38)
 
 
 def for_version(version):

@@ -106,6 +106,20 @@ def test_reshape_moves_inventory_and_allocations(api, host):
         cn: {'resources': {'VCPU': 1}}, gpu: {'resources': {'VGPU': 1}}}}]
 
 
+def test_inventories_alone(api, host):
+    """No allocation needs to move: allocations may be empty."""
+    cn, gpu = host['cn'], host['gpu']
+    body = moved(api, host, allocations={})
+    # VGPU cannot leave the compute node while the instance holds one there
+    resp = reshape(api, body)
+    assert resp.status_int == 409
+    assert resp.json['errors'][0]['code'] == 'placement.inventory.inuse'
+    body['inventories'][cn]['inventories']['VGPU'] = inventory(4)
+    assert reshape(api, body).status_int == 204
+    assert set(api.get('/resource_providers/%s/inventories' % gpu, version=V)
+               .json['inventories']) == {'VGPU'}
+
+
 def test_reshaper_appears_at_1_30(api, host):
     assert reshape(api, moved(api, host), '1.29').status_int == 404
 
