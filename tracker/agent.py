@@ -25,6 +25,7 @@ from tracker import report_client
 from tracker import rpc
 from tracker import systemd
 from tracker.drivers import load_driver
+from tracker.placement import ownership
 from tracker.providers import config as provider_config
 from tracker.providers import tree as tree_mod
 
@@ -87,7 +88,9 @@ class Agent(service.ServiceBase):
         if self.driver is None:
             self.driver = load_driver(self.conf)
         if self.client is None:
-            self.client = report_client.ReportClient(conf=self.conf)
+            self.client = report_client.ReportClient(
+                conf=self.conf, state_file=ownership.path_for(
+                    self.conf.tracker.state_path, self.host))
 
     def discover(self):
         """The host as the driver sees it, plus the operator's provider

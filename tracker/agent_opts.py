@@ -39,6 +39,12 @@ tracker_opts = [
                 help='Serve Prometheus metrics on this port; 0 disables.'),
     cfg.HostAddressOpt('metrics_host', default='127.0.0.1',
                        help='Address the metrics endpoint listens on.'),
+    cfg.StrOpt('state_path', default='/var/lib/tracker',
+               help='Directory of the agent\'s own state: which traits and '
+                    'aggregates it wrote (ownership-<host>.json), so that '
+                    'after a restart it still removes those the host no '
+                    'longer reports and never those others wrote. Empty: '
+                    'in memory only.'),
     cfg.StrOpt('aggregates_file',
                help='YAML description of the host aggregates (see '
                     'etc/aggregates.yaml) used by "tracker-manage '

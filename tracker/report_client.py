@@ -14,7 +14,8 @@ an Adapter is handed in (PlacementDirect, tests). Reshapes need the
 Who owns what: inventories, names and parents of the host's providers are
 the host's, written as discovered. Traits and aggregates are shared: the
 client removes only those it wrote itself and the host no longer reports;
-anything another writer added stays.
+anything another writer added stays. What it wrote is kept in a state file
+across restarts (tracker.placement.ownership).
 """
 import copy
 import dataclasses
@@ -30,6 +31,7 @@ from tracker.placement import allocations as alloc_mod
 from tracker.placement import consumers as consumers_mod
 from tracker.placement import errors
 from tracker.placement import http as http_mod
+from tracker.placement import ownership
 from tracker.placement import resources
 from tracker.placement import sync as sync_mod
 from tracker.placement.errors import (  # noqa: F401  (the agent catches these)
@@ -111,7 +113,10 @@ class AllocationResult:
 
 class ReportClient:
 
-    def __init__(self, conf=None, adapter=None, *, microversion=None):
+    def __init__(self, conf=None, adapter=None, *, microversion=None,
+                 state_file=None):
+        """``state_file``: where what the tracker owns is kept across
+        restarts (see tracker.placement.ownership); None: in memory."""
         group = conf[GROUP] if conf is not None else None
         if adapter is None:
             if conf is None:
@@ -130,7 +135,9 @@ class ReportClient:
         self.refresh_interval = group.association_refresh_interval if group else 300
         self.conflict_retries = group.generation_conflict_retries if group else 3
         self.known = tree_mod.ProviderTree()   # what placement holds, as we know it
-        self.owned = {}        # uuid -> traits/aggregates the tracker wrote
+        self._ownership = ownership.OwnershipFile(state_file) if state_file else None
+        # uuid -> traits/aggregates the tracker wrote
+        self.owned = self._ownership.load() if self._ownership else {}
         self.ensured = set()   # custom resource classes and traits known to exist
         self.sharing = {}      # root uuid -> sharing providers of its aggregates
         self._fetched = {}     # root uuid -> monotonic time of the last full read
@@ -188,6 +195,9 @@ class ReportClient:
                 for root in roots:     # start from placement's word next time
                     self._fetched.pop(root.uuid, None)
                 raise
+            finally:
+                if self._ownership is not None:
+                    self._ownership.save(self.owned)
             result.requests = self.http.counters.requests - before.requests
             return result
 

@@ -47,7 +47,10 @@ def write_conf(path, placement_url, host_file, hostname, rpc=False,
                notifications=False, interval=1, **tracker):
     lines = ['[DEFAULT]', 'transport_url = %s' % RABBIT,
              '[tracker]', 'driver = fake', 'interval = %d' % interval,
-             'jitter = 0', 'rpc = %s' % rpc, 'notifications = %s' % notifications]
+             'jitter = 0', 'rpc = %s' % rpc, 'notifications = %s' % notifications,
+             # each test's own: ownership files of the same host name in
+             # other tests' placements must not mix
+             'state_path = %s' % os.path.dirname(os.path.abspath(str(path)))]
     lines += ['%s = %s' % item for item in tracker.items()]
     lines += ['[compute]', 'host = %s' % hostname,
               '[fake]', 'host_file = %s' % host_file,

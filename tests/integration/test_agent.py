@@ -412,11 +412,13 @@ def test_libvirt_test_driver_host_is_reported_in_sync(server, tmp_path):
     and one allocation may take the whole overcommitted capacity."""
     conf = tmp_path / 'tracker.conf'
     conf.write_text('[tracker]\ndriver = libvirt\nrpc = false\nnotifications = false\n'
+                    'state_path = %s\n'
                     '[libvirt]\nconnection_uri = test:///default\n'
                     '[compute]\nram_allocation_ratio = 1.5\n'
                     'instances_path = %s\n'
                     '[placement]\nauth_type = admin_token\ntoken = admin\n'
-                    'endpoint = %s\nconnect_retries = 0\n' % (tmp_path, server.url))
+                    'endpoint = %s\nconnect_retries = 0\n'
+                    % (tmp_path, tmp_path, server.url))
     once = env.run('tracker-agent', str(conf), '--once')
     assert once.returncode == 0, once.stdout + once.stderr
     audit = env.run('tracker-audit', str(conf), '--json')
