@@ -88,6 +88,8 @@ def session(clients, v, run=None):
         run('resource', 'class', 'create', rc_name)
         run('resource', 'class', 'show', rc_name, '-f', 'json')
         run('resource', 'class', 'create', rc_name, expect=1)
+        if at_least(v, '1.7'):
+            run('resource', 'class', 'set', rc_name)   # PUT: exists, fine
         classes = run('resource', 'class', 'list', '-f', 'json')
         assert {rc_name, 'VCPU'} <= {c['name'] for c in classes}
     else:
@@ -180,7 +182,13 @@ def session(clients, v, run=None):
     if at_least(v, '1.6'):
         run('resource', 'provider', 'trait', 'delete', ROOT)
         run('trait', 'delete', trait)
-    run('resource', 'provider', 'inventory', 'delete', ROOT, '--resource-class', rc_name)
+    if at_least(v, '1.5'):
+        run('resource', 'provider', 'inventory', 'delete', ROOT)   # all of it
+    else:
+        run('resource', 'provider', 'inventory', 'delete', ROOT, '--resource-class', rc_name)
+    left = run('resource', 'provider', 'inventory', 'list', ROOT, '-f', 'json')
+    assert sorted(i['resource_class'] for i in left) == (
+        [] if at_least(v, '1.5') else ['MEMORY_MB', 'VCPU'])
     if at_least(v, '1.2'):
         run('resource', 'class', 'delete', rc_name)
     run('resource', 'provider', 'delete', ROOT)
