@@ -307,3 +307,22 @@ def test_sdk_session_matches_upstream(ours, theirs, upstream_placement, version)
     assert [c[:2] for c in mine] == [c[:2] for c in upstream]
     for (method, _, result), (_, _, expected) in zip(mine, upstream):
         assert (method, comparable(0, result)) == (method, comparable(0, expected))
+
+
+def test_cli_negotiates_the_version(ours, theirs, upstream_placement):
+    """Given only the major version, osc-placement asks GET / at its own
+    highest no-gap version (1.29) and falls back to the server's
+    ``max_version`` from a 406; here the server takes 1.29."""
+    results = [clients.cli('resource', 'provider', 'create', 'c1-negotiated', '--uuid', ROOT,
+                           '--parent-provider', ROOT, '-f', 'json', version='1')
+               for clients in (ours, theirs)]
+    assert [r.rc for r in results] == [1, 1]   # its own parent: 400 on both
+    assert all('(HTTP 400)' in r.stderr for r in results), results
+    shown = [clients.ok('resource', 'provider', 'create', 'c1-negotiated', '--uuid', ROOT,
+                        '-f', 'json', version='1')
+             for clients in (ours, theirs)]
+    assert shown[0] == shown[1]
+    assert set(shown[0]) == {'uuid', 'name', 'generation', 'root_provider_uuid',
+                             'parent_provider_uuid'}
+    for clients in (ours, theirs):
+        clients.ok('resource', 'provider', 'delete', ROOT, version='1')
