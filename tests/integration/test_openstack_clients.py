@@ -287,7 +287,22 @@ def sdk_session(clients, v):
     call('fetch_resource_provider_usages', ROOT)
     if at_least(v, '1.10'):
         call('allocation_candidates', resources='VCPU:2')
+    claim = {'allocations': {ROOT: {'resources': {'VCPU': 2}}}, 'project_id': PROJECT,
+             'user_id': USER}
+    if at_least(v, '1.28'):
+        claim['consumer_generation'] = None   # a new consumer
+    if at_least(v, '1.38'):
+        claim['consumer_type'] = 'INSTANCE'
+    call('update_allocation', CONSUMER, **claim)
+    # Again: not new any more (1.28+); before that, a plain replacement.
+    call('update_allocation', CONSUMER, expect=409 if at_least(v, '1.28') else 'ok', **claim)
+    allocation = call('get_allocation', CONSUMER)
+    assert allocation['allocations'][ROOT]['resources'] == {'VCPU': 2}
     call('resource_provider_allocations', ROOT)
+    if at_least(v, '1.9'):
+        call('usages', PROJECT)
+    call('delete_allocation', CONSUMER, ignore_missing=False)
+    call('delete_allocation', CONSUMER, ignore_missing=False, expect=404)
 
     call('delete_trait', trait)
     call('delete_trait', trait, ignore_missing=False, expect=404)
@@ -300,7 +315,7 @@ def sdk_session(clients, v):
     return transcript
 
 
-@pytest.mark.parametrize('version', ('1.14', '1.39'))
+@pytest.mark.parametrize('version', ('1.14', '1.28', '1.39'))
 def test_sdk_session_matches_upstream(ours, theirs, upstream_placement, version):
     upstream = sdk_session(theirs, version)
     mine = sdk_session(ours, version)
