@@ -15,6 +15,7 @@ keystoneauth's ``admin_token`` plugin with the server as the endpoint.
 """
 import json
 import os
+import select
 import subprocess
 
 from tests import upstream
@@ -157,6 +158,12 @@ class Clients:
     def _ask(self, request):
         self.proc.stdin.write(json.dumps(request) + '\n')
         self.proc.stdin.flush()
+        # One answer line per request, read whole: nothing stays buffered.
+        ready, _, _ = select.select([self.proc.stdout], [], [], CALL_TIMEOUT)
+        if not ready:
+            self.proc.kill()
+            raise RuntimeError('client runner gave no answer in %ds to %s'
+                               % (CALL_TIMEOUT, request))
         line = self.proc.stdout.readline()
         if not line:
             raise RuntimeError('client runner exited (%s)' % self.proc.poll())
