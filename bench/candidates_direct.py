@@ -56,6 +56,22 @@ INVENTORY = {'VCPU': dict(total=32, min_unit=1, max_unit=16),
 QUERY = ('resources=VCPU:1,DISK_GB:10,MEMORY_MB:256&member_of=%s&required=HW_CPU_X86_AVX2'
          % AGGREGATES[0])
 VERSION = '1.39'
+# The gate's nested topology (as bench/allocation_candidates.py builds it):
+# (name, parent index, inventories, traits); 7 providers per tree.
+TREE = [
+    ('cn', None, {'DISK_GB': dict(total=20480)}, ['COMPUTE_VOLUME_MULTI_ATTACH']),
+    ('numa0', 0, {'VCPU': dict(total=4, reserved=2),
+                  'MEMORY_MB': dict(total=2048, min_unit=512, step_size=256)}, ['HW_NUMA_ROOT']),
+    ('fpga0', 1, {'FPGA': dict(total=1)}, []),
+    ('pgpu0', 1, {'VGPU': dict(total=8)}, []),
+    ('numa1', 0, {'VCPU': dict(total=4), 'MEMORY_MB': dict(total=2048, max_unit=1024)},
+     ['HW_NUMA_ROOT', 'CUSTOM_FOO']),
+    ('fpga1_0', 4, {'FPGA': dict(total=1)}, []),
+    ('fpga1_1', 4, {'FPGA': dict(total=1)}, []),
+]
+NESTED_QUERY = ('resources=DISK_GB:10&required=COMPUTE_VOLUME_MULTI_ATTACH'
+                '&resources_COMPUTE=VCPU:1,MEMORY_MB:256&required_COMPUTE=CUSTOM_FOO'
+                '&resources_FPGA=FPGA:1&group_policy=none&same_subtree=_COMPUTE,_FPGA')
 
 
 def load(db, providers, allocations=99, upstream_schema=False):
@@ -102,6 +118,45 @@ def load(db, providers, allocations=99, upstream_schema=False):
             for rc, amount in (('VCPU', 1), ('MEMORY_MB', 256), ('DISK_GB', 10))])
 
 
+def load_nested(db, providers):
+    """Trees of the gate's nested topology, ``providers`` in all (rounded down)."""
+    now = api.utcnow()
+    rp = tables.resource_providers
+    with db.writer() as conn:
+        rcs, traits = {}, {}
+        for _, _, inventories, names in TREE:
+            for rc in inventories:
+                rcs[rc] = _ensure(conn, tables.resource_classes, rc, now)
+            for name in names:
+                traits[name] = _ensure(conn, tables.traits, name, now)
+        for n in range(providers // len(TREE)):
+            ids = []
+            for name, parent, inventories, names in TREE:
+                new = conn.execute(rp.insert().values(
+                    uuid=str(uuid.uuid4()), name='%s-%d' % (name, n), generation=2,
+                    created_at=now, parent_provider_id=None if parent is None else ids[parent],
+                    root_provider_id=None if parent is None else ids[0])).inserted_primary_key[0]
+                if parent is None:
+                    conn.execute(rp.update().where(rp.c.id == new).values(root_provider_id=new))
+                ids.append(new)
+                for rc, fields in inventories.items():
+                    conn.execute(tables.inventories.insert().values(
+                        resource_provider_id=new, resource_class_id=rcs[rc], created_at=now,
+                        **dict(dict(reserved=0, min_unit=1, max_unit=fields['total'],
+                                    step_size=1, allocation_ratio=1.0), **fields)))
+                for name in names:
+                    conn.execute(tables.resource_provider_traits.insert().values(
+                        resource_provider_id=new, trait_id=traits[name], created_at=now))
+
+
+def _ensure(conn, table, name, now):
+    found = conn.execute(sa.select(table.c.id).where(table.c.name == name)).scalar()
+    if found is None:
+        found = conn.execute(table.insert().values(name=name, created_at=now)
+                             ).inserted_primary_key[0]
+    return found
+
+
 def median_ms(fn, repeat):
     """Median wall time and median CPU time of this process, in ms.
 
@@ -118,24 +173,25 @@ def median_ms(fn, repeat):
     return round(statistics.median(wall), 2), round(statistics.median(cpu), 2)
 
 
-def run(engine, providers, repeat):
+def run(engine, providers, repeat, shape='flat'):
     test_db = databases.TestDatabase(engine, tempfile.mkdtemp())
+    query = QUERY if shape == 'flat' else NESTED_QUERY
     try:
-        load(test_db.db, providers)
+        (load if shape == 'flat' else load_nested)(test_db.db, providers)
         client = client_mod.Client(client_mod.make_app(test_db.db))
-        resp = client.get('/allocation_candidates?' + QUERY, version=VERSION)
+        resp = client.get('/allocation_candidates?' + query, version=VERSION)
         assert resp.status_int == 200, resp.body
         count = len(resp.json['allocation_requests'])
         request = candidates_request.parse(
-            webob.multidict.MultiDict(webob.Request.blank('/?' + QUERY).GET), (1, 39))
+            webob.multidict.MultiDict(webob.Request.blank('/?' + query).GET), (1, 39))
 
         def search():
             with candidates.paused_gc(), test_db.db.reader() as conn:
                 candidates.find(conn, request)
-        limited = '/allocation_candidates?' + QUERY + '&limit=1000'
+        limited = '/allocation_candidates?' + query + '&limit=1000'
         return {
-            'engine': engine, 'providers': providers, 'candidates': count,
-            'request_p50_ms': median_ms(lambda: client.get('/allocation_candidates?' + QUERY,
+            'engine': engine, 'providers': providers, 'shape': shape, 'candidates': count,
+            'request_p50_ms': median_ms(lambda: client.get('/allocation_candidates?' + query,
                                                            version=VERSION), repeat),
             'search_p50_ms': median_ms(search, repeat),
             'limit_1000_p50_ms': median_ms(lambda: client.get(limited, version=VERSION), repeat),
@@ -182,6 +238,8 @@ def main():
     parser.add_argument('--engine', action='append', choices=['sqlite', 'postgresql', 'mysql'])
     parser.add_argument('--providers', action='append', type=int)
     parser.add_argument('--repeat', type=int, default=21)
+    parser.add_argument('--shape', choices=['flat', 'nested'], default='flat',
+                        help='nested: the gate\'s nested trees and query (ours only)')
     parser.add_argument('--upstream', action='store_true',
                         help='also time upstream placement on the same workload')
     parser.add_argument('--output', help='write the results as JSON here')
@@ -189,7 +247,7 @@ def main():
     results = []
     for engine in args.engine or ['sqlite']:
         for n in args.providers or [1000]:
-            ours = run(engine, n, args.repeat)
+            ours = run(engine, n, args.repeat, args.shape)
             results.append(ours)
             if args.upstream:
                 theirs = run_upstream(engine, n, args.repeat)

@@ -86,9 +86,17 @@ def _group_query(conn, group, rc_ids, trait_ids, agg_ids):
 class _Search:
     """The per-request state shared by the groups' searches."""
 
-    def __init__(self, conn, request):
+    def __init__(self, conn, request, queries):
         self.conn = conn
         self.request = request
+        # Classes several groups ask for: only there can amounts add up
+        # beyond what each group's own query checked.
+        seen = set()
+        self.shared_classes = set()
+        for query in queries:
+            self.shared_classes |= seen & set(query.resources)
+            seen |= set(query.resources)
+        self._tree_rows = {}
         self.sharing, self.trees = search.deployment_shape(conn)
         # Without trees or sharing providers every group is one provider.
         self.spread_needed = bool(self.sharing) or self.trees
@@ -96,6 +104,16 @@ class _Search:
         self.uuid_of = {}
         self.capacity = {}
         self._anchors = {}
+
+    def tree_members(self, root_ids):
+        """Rows (id, uuid, parent, root) of the given trees, read once per request."""
+        missing = set(root_ids) - self._tree_rows.keys()
+        if missing:
+            for row in search.tree_members(self.conn, missing):
+                self._tree_rows.setdefault(row[3], []).append(row)
+            for root in missing:
+                self._tree_rows.setdefault(root, [])
+        return [row for root in root_ids for row in self._tree_rows[root]]
 
     def anchors_of(self, rp):
         anchors = {self.root_of[rp]}
@@ -110,7 +128,7 @@ class _Search:
     def lone_group(self, query):
         """A request of one single-provider group and no root filter: each
         matching provider is one candidate, whatever it anchors."""
-        found, _, uuids = search.single_providers(self.conn, query, with_capacity=False)
+        found, _, uuids = search.single_providers(self.conn, query)
         self.root_of.update(found)
         self.uuid_of.update(uuids)
         classes = sorted(query.resources.items())
@@ -124,7 +142,7 @@ class _Search:
             return self._single(found, query)
         if query.granular or not self.spread_needed:
             found, capacity, uuids = search.single_providers(
-                self.conn, query, len(self.request.groups) > 1)
+                self.conn, query, self.shared_classes)
             self.capacity.update(capacity)
             self.uuid_of.update(uuids)
             return self._single(found, query)
@@ -185,7 +203,7 @@ def find(conn, request, randomize=False, max_candidates=-1):
                    for g in request.groups.values()]
     except _NoMatch:
         return EMPTY
-    state = _Search(conn, request)
+    state = _Search(conn, request, queries)
     stop_after = None
     if request.limit and not randomize:
         stop_after = request.limit
@@ -222,9 +240,9 @@ def _combined(conn, request, state, queries, trait_ids, stop_after):
     options = {s: {a: o[a] for a in anchors} for s, o in options.items()}
     parent_of = {}
     if request.same_subtrees:
-        parent_of = {row[0]: row[2] for row in search.tree_members(
-            conn, {state.root_of[rp] for o in options.values() for pieces in o.values()
-                   for piece in pieces for rp in piece.providers})}
+        parent_of = {row[0]: row[2] for row in state.tree_members(
+            {state.root_of[rp] for o in options.values() for pieces in o.values()
+             for piece in pieces for rp in piece.providers})}
     return combine.merge(request, options, state.capacity, state.root_of, parent_of,
                          stop_after)
 
@@ -236,7 +254,7 @@ def _with_summaries(conn, request, candidates, state, class_names):
         providers = {rp: (state.uuid_of[rp], None, rp) for rp in used_rps}
     else:
         if request.nested_aware:
-            rows = search.tree_members(conn, {state.root_of[rp] for rp in used_rps})
+            rows = state.tree_members({state.root_of[rp] for rp in used_rps})
         else:
             rows = search.providers_by_id(conn, used_rps)
         providers = {r[0]: (r[1], r[2], r[3]) for r in rows}

@@ -83,7 +83,9 @@ def merge(request, options, capacity, root_of, parent_of, stop_after=None):
     """The candidates: one piece per group under a common anchor.
 
     ``options`` is {suffix: {anchor: [Piece]}}; ``capacity`` is
-    {(provider, class): (capacity, used, max_unit)}. Stops after
+    {(provider, class): (capacity, used, max_unit)} for every pair whose
+    amounts may add up across groups (the others were checked in SQL).
+    Stops after
     ``stop_after`` distinct candidates when given.
     """
     suffixes = list(request.groups)
@@ -107,7 +109,8 @@ def merge(request, options, capacity, root_of, parent_of, stop_after=None):
             for piece in combo:
                 for rp, rc, amount in piece.amounts:
                     amounts[rp, rc] += amount
-            if any(capacity[key][1] + amount > capacity[key][0] or amount > capacity[key][2]
+            if any(key in capacity and (capacity[key][1] + amount > capacity[key][0]
+                                        or amount > capacity[key][2])
                    for key, amount in amounts.items()):
                 continue
             if not request.nested_aware:

@@ -204,12 +204,12 @@ def _in_aggregates(query):
     return conds
 
 
-def single_providers(conn, query, with_capacity=True):
+def single_providers(conn, query, capacity_of=()):
     """Providers that alone satisfy a group: every class, trait and aggregate.
 
     Returns ({provider: root}, {(provider, class): (capacity, used, max_unit)},
-    {provider: uuid}); the second is only filled ``with_capacity`` (needed
-    when several groups may add up on one provider).
+    {provider: uuid}); the second only for the classes in ``capacity_of``
+    (those other groups ask for too, whose amounts may add up).
     """
     conds = [RP.c.id.in_(_with_room(query.resources))] + _having_traits(query)
     conds += _in_aggregates(query)
@@ -220,7 +220,8 @@ def single_providers(conn, query, with_capacity=True):
                                     .where(*conds)):
         roots[rp] = root
         uuids[rp] = uuid
-    capacity = capacities(conn, roots, query.resources) if with_capacity else {}
+    wanted = set(capacity_of) & set(query.resources)
+    capacity = capacities(conn, roots, wanted) if wanted and roots else {}
     return roots, capacity, uuids
 
 

@@ -18,9 +18,14 @@ def list_allocation_candidates(req):
             result = candidates.find(conn, request,
                                      randomize=opts.randomize_allocation_candidates,
                                      max_candidates=opts.max_allocation_candidates)
+        body = candidates_render.render(result, request)
+        # Free the big structures before collection resumes, or its first
+        # pass walks them all.
+        del result
         # The answer is computed now, so it was last modified now.
-        return util.json_response(req, candidates_render.render(result, request),
-                                  modified=util.last_modified())
+        resp = util.json_response(req, body, modified=util.last_modified())
+        del body
+    return resp
 
 
 ROUTES = [

@@ -235,6 +235,22 @@ def test_granular_groups_and_group_policy(api, world):
     assert allocations(resp) == [{cn.uuid: {'VCPU': 1}, pf1.uuid: {'SRIOV_NET_VF': 1}}]
 
 
+def test_groups_on_one_provider_add_up(api, world):
+    cn = world.provider('cn1')
+    world.inventory(cn, 'VCPU', 4, max_unit=3)
+    world.allocate(cn, 'VCPU', 1)
+    # each group fits alone; together they take 2 + 1 = 3 of the 3 left
+    assert allocations(get(api, 'resources=VCPU:2&resources1=VCPU:1&group_policy=none',
+                           '1.25')) == [{cn.uuid: {'VCPU': 3}}]
+    # 2 + 2 > 3 left
+    assert allocations(get(api, 'resources=VCPU:2&resources1=VCPU:2&group_policy=none',
+                           '1.25')) == []
+    world.inventory(world.provider('cn2'), 'VCPU', 8, max_unit=3)
+    # on cn2, 2 + 2 fits the capacity but not max_unit 3
+    assert allocations(get(api, 'resources=VCPU:2&resources1=VCPU:2&group_policy=none',
+                           '1.25')) == []
+
+
 def test_string_suffixes_from_1_33_and_mappings_from_1_34(api, world):
     cn, (pf0, pf1) = sriov_host(world)
     query = ('resources_COMPUTE=VCPU:1&resources_NET=SRIOV_NET_VF:1'

@@ -123,6 +123,7 @@ def queries(draw, uuids):
     text = draw(st.sampled_from(VERSIONS))
     version = V(text)
     params = [('resources', _resources(draw, 2))]
+    unsuffixed = [r.split(':')[0] for r in params[0][1].split(',')]
     if version >= (1, 17) and draw(st.booleans()):
         required = _required(draw, version)
         if required:
@@ -136,7 +137,12 @@ def queries(draw, uuids):
         for n in range(draw(st.sampled_from([0, 1, 1, 2, 2]))):
             suffix = str(n + 1) if version < (1, 33) else draw(st.sampled_from(['%d' % (n + 1), '_G%d' % n]))
             suffixes.append(suffix)
-            params.append(('resources' + suffix, _resources(draw, 1)))
+            if draw(st.booleans()):
+                # the same class as the unsuffixed group: amounts may add up
+                params.append(('resources' + suffix, '%s:%d' % (
+                    draw(st.sampled_from(unsuffixed)), draw(st.integers(1, 3)))))
+            else:
+                params.append(('resources' + suffix, _resources(draw, 1)))
             if version >= (1, 17) and draw(st.booleans()):
                 required = _required(draw, version)
                 if required:
@@ -151,7 +157,7 @@ def queries(draw, uuids):
             suffixes = suffixes + ['_R']
         params.append(('same_subtree', ','.join(suffixes)))
     if suffixes and draw(st.booleans()) or len(suffixes) > 1:
-        params.append(('group_policy', draw(st.sampled_from(['none', 'isolate']))))
+        params.append(('group_policy', draw(st.sampled_from(['none', 'none', 'isolate']))))
     if version >= (1, 16) and draw(st.integers(0, 4)) == 0:
         params.append(('limit', str(draw(st.integers(1, 3)))))
     return text, params
