@@ -35,7 +35,8 @@ _REQUEST_ID = re.compile(r'^req-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-
 def _error_body(err, request_id, version):
     error = {'status': err.status, 'title': err.title, 'detail': err.detail,
              'request_id': request_id}
-    if version is None or version >= (1, 23):
+    # Like upstream: no code when the version itself was refused.
+    if version is not None and version >= (1, 23):
         error['code'] = err.code
     error.update(getattr(err, 'extra', {}))
     return json.dumps({'errors': [error]}).encode('utf-8')
