@@ -118,7 +118,7 @@ def load(db, providers, allocations=99, upstream_schema=False):
             for rc, amount in (('VCPU', 1), ('MEMORY_MB', 256), ('DISK_GB', 10))])
 
 
-def load_nested(db, providers):
+def load_nested(db, providers, upstream_schema=False):
     """Trees of the gate's nested topology, ``providers`` in all (rounded down)."""
     now = api.utcnow()
     rp = tables.resource_providers
@@ -126,7 +126,8 @@ def load_nested(db, providers):
         rcs, traits = {}, {}
         for _, _, inventories, names in TREE:
             for rc in inventories:
-                rcs[rc] = _ensure(conn, tables.resource_classes, rc, now)
+                rcs[rc] = (os_resource_classes.STANDARDS.index(rc) if upstream_schema
+                           else _ensure(conn, tables.resource_classes, rc, now))
             for name in names:
                 traits[name] = _ensure(conn, tables.traits, name, now)
         for n in range(providers // len(TREE)):
@@ -200,7 +201,7 @@ def run(engine, providers, repeat, shape='flat'):
         test_db.drop()
 
 
-def run_upstream(engine, providers, repeat):
+def run_upstream(engine, providers, repeat, shape='flat'):
     """The same workload on upstream placement, in its own process."""
     name = 'placement_bench_%s' % uuid.uuid4().hex[:10]
     if engine == 'sqlite':
@@ -217,9 +218,10 @@ def run_upstream(engine, providers, repeat):
         upstream.ensure_venv()
         subprocess.run([python, script, 'sync', url], check=True, env=upstream.clean_env())
         db = api.Database(url)
-        load(db, providers, upstream_schema=True)
+        (load if shape == 'flat' else load_nested)(db, providers, upstream_schema=True)
         db.dispose()
-        proc = subprocess.run([python, script, 'time', url, QUERY, VERSION, str(repeat)],
+        query = QUERY if shape == 'flat' else NESTED_QUERY
+        proc = subprocess.run([python, script, 'time', url, query, VERSION, str(repeat)],
                               capture_output=True, text=True, env=upstream.clean_env())
         if proc.returncode:
             raise RuntimeError('upstream run failed: %s' % proc.stderr[-2000:])
@@ -239,7 +241,7 @@ def main():
     parser.add_argument('--providers', action='append', type=int)
     parser.add_argument('--repeat', type=int, default=21)
     parser.add_argument('--shape', choices=['flat', 'nested'], default='flat',
-                        help='nested: the gate\'s nested trees and query (ours only)')
+                        help='nested: the gate\'s nested trees and query')
     parser.add_argument('--upstream', action='store_true',
                         help='also time upstream placement on the same workload')
     parser.add_argument('--output', help='write the results as JSON here')
@@ -250,7 +252,7 @@ def main():
             ours = run(engine, n, args.repeat, args.shape)
             results.append(ours)
             if args.upstream:
-                theirs = run_upstream(engine, n, args.repeat)
+                theirs = run_upstream(engine, n, args.repeat, args.shape)
                 results.append(theirs)
                 print('%s %d providers: upstream %s ms, ours %s ms (wall/cpu p50): '
                       '%.1fx / %.1fx lower' % (

@@ -45,18 +45,14 @@ def fetch_all(conn, stmt):
 
     For the large reads of a request (tens of thousands of rows at 10000
     providers) SQLAlchemy's result rows cost four times the database work;
-    these statements carry no parameters that need binding (ids are
-    inlined, other values rendered as escaped literals), so the cursor is
-    used directly, in the same transaction.
+    the statement still goes through SQLAlchemy (compiled-statement cache,
+    parameters), only the fetching skips its row layer.
     """
-    sql = str(stmt.compile(dialect=conn.dialect, compile_kwargs={'literal_binds': True}))
-    cursor = conn.connection.cursor()
+    result = conn.execute(stmt)
     try:
-        # An empty parameter set makes pyformat/format drivers turn %% into %.
-        cursor.execute(sql, {} if conn.dialect.paramstyle in ('pyformat', 'format') else ())
-        return cursor.fetchall()
+        return result.cursor.fetchall()
     finally:
-        cursor.close()
+        result.close()
 
 
 def _has_any_trait(rp_col, trait_ids):
