@@ -11,7 +11,6 @@ the next cycle cannot converge.
 import dataclasses
 import logging
 import random
-import signal
 import threading
 import time
 
@@ -73,6 +72,8 @@ class Agent(service.ServiceBase):
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._lock = threading.Lock()   # one cycle or audit at a time
+        self._closing = threading.Lock()
+        self._closed = False
         self._thread = None
         self._rpc_server = None
         self._metrics_server = None
@@ -283,28 +284,42 @@ class Agent(service.ServiceBase):
         self._hardware_monitor = monitor
 
     def stop(self, graceful=True):
-        """Let the running cycle finish, then end the loop."""
-        self.sd.stopping()
+        """Let the running cycle finish, end the loop, release everything.
+
+        Returns only then: oslo.service's launcher ends the process as soon
+        as stop() returns.
+        """
+        if not self._stopping.is_set():
+            LOG.info('stopping: finishing the current cycle, then exiting')
+        # No STOPPING=1 here: a SIGHUP also stops this worker (the launcher
+        # starts a fresh one), and systemd would take it for a shutdown.
         self._stopping.set()
         self._wake.set()
+        self.wait()
 
     def wait(self):
         while self._thread is not None and self._thread.is_alive():
             self._thread.join(0.5)
-        if self._hardware_monitor is not None:
-            self._hardware_monitor.stop()
-        if self._rpc_server is not None:
-            self._rpc_server.stop()
-            self._rpc_server.wait()
-        if self._metrics_server is not None:
-            self._metrics_server[0].shutdown()
-        if self.publisher is not None:
-            self.publisher.close()
-        if self.driver is not None:
-            self.driver.close()
+        with self._closing:       # stop() and the launcher's wait() both get here
+            if self._closed:
+                return
+            self._closed = True
+            if self._hardware_monitor is not None:
+                self._hardware_monitor.stop()
+            if self._rpc_server is not None:
+                self._rpc_server.stop()
+                self._rpc_server.wait()
+            if self._metrics_server is not None:
+                self._metrics_server[0].shutdown()
+            if self.publisher is not None:
+                self.publisher.close()
+            if self.driver is not None:
+                self.driver.close()
 
     def reset(self):
-        """After SIGHUP: mutable options are read again on the next wait."""
+        """After SIGHUP, under a launcher that keeps the service (oslo's
+        in-process Launcher): mutable options are read again on the next
+        wait. tracker-agent's ServiceLauncher starts a fresh worker instead."""
         opts = self.conf.tracker
         LOG.info('configuration reloaded: every %ss (+ up to %ss)',
                  opts.interval, opts.jitter)
@@ -312,23 +327,15 @@ class Agent(service.ServiceBase):
 
 
 def run(conf, agent):
-    """Run ``agent`` until SIGTERM/SIGINT; SIGHUP reloads mutable options.
+    """Run ``agent`` under oslo.service's launcher until SIGTERM/SIGINT.
 
-    Signals are handled in the main thread while the cycle runs in its own
-    thread, so a stop never interrupts a cycle half-way.
+    The threading backend (cotyledon) runs it in a worker process: SIGTERM
+    to the launcher reaches the worker, whose stop() lets the running cycle
+    finish; SIGHUP mutates the mutable options in the launcher, which then
+    replaces the worker with one forked from it (it starts with an empty
+    cache: its first cycle rereads placement).
     """
-    def on_stop(signo, frame):
-        LOG.info('signal %s: finishing the current cycle, then exiting',
-                 signal.Signals(signo).name)
-        agent.stop()
-
-    def on_hup(signo, frame):
-        conf.mutate_config_files()
-        agent.reset()
-
-    signal.signal(signal.SIGTERM, on_stop)
-    signal.signal(signal.SIGINT, on_stop)
-    signal.signal(signal.SIGHUP, on_hup)
-    agent.start()
-    agent.wait()
-    return 0
+    launcher = service.launch(conf, agent, restart_method='mutate')
+    status = launcher.wait() or 0
+    agent.sd.stopping()       # from the launcher, once its worker is gone
+    return status

@@ -24,7 +24,8 @@ class Notifier:
         """Seconds between keep-alives: half of WATCHDOG_USEC, or None."""
         usec = environ.get('WATCHDOG_USEC')
         pid = environ.get('WATCHDOG_PID')
-        if not usec or (pid and pid != str(os.getpid())):
+        # WATCHDOG_PID is the launcher's; the agent runs in its worker.
+        if not usec or (pid and pid not in (str(os.getpid()), str(os.getppid()))):
             return None
         try:
             return int(usec) / 2e6

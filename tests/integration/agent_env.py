@@ -81,7 +81,7 @@ class AgentProcess:
         with open(self.log_path, 'ab') as log:
             self.proc = subprocess.Popen(
                 [os.path.join(BIN, 'tracker-agent'), '--config-file', self.conf_path],
-                stdout=log, stderr=subprocess.STDOUT,
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                 env=dict(os.environ, **(self.env or {})))
         return self
 
@@ -90,7 +90,8 @@ class AgentProcess:
             return f.read()
 
     def kill(self):
-        self.proc.send_signal(signal.SIGKILL)
+        """kill -9 the launcher and its worker (the one running cycles)."""
+        os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait(10)
 
     def stop(self, timeout=30):

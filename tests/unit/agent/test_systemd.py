@@ -64,3 +64,10 @@ def test_watchdog_interval_is_half_the_timeout():
 def test_watchdog_meant_for_another_process_is_ignored():
     env = {'WATCHDOG_USEC': '30000000', 'WATCHDOG_PID': '1'}
     assert systemd.Notifier(env).watchdog_interval is None
+
+
+def test_watchdog_of_the_launcher_is_kept_by_its_worker():
+    """oslo.service's launcher is systemd's main process; the agent runs in
+    its worker, a child, and sends the keep-alives."""
+    env = {'WATCHDOG_USEC': '30000000', 'WATCHDOG_PID': str(os.getppid())}
+    assert systemd.Notifier(env).watchdog_interval == 15.0
