@@ -40,14 +40,24 @@ def among(column, ids):
     return column.op('IN')(sa.literal_column('(%s)' % ','.join('%d' % i for i in ids)))
 
 
-def fetch_all(conn, stmt):
+def uncached(conn):
+    """``conn`` for statements with ids written in (see ``among``)."""
+    return conn.execution_options(compiled_cache=None)
+
+
+def fetch_all(conn, stmt, cached=True):
     """The rows of ``stmt`` as plain tuples, read from the DBAPI cursor.
 
     For the large reads of a request (tens of thousands of rows at 10000
     providers) SQLAlchemy's result rows cost four times the database work;
     the statement still goes through SQLAlchemy (compiled-statement cache,
-    parameters), only the fetching skips its row layer.
+    parameters), only the fetching skips its row layer. Statements with
+    ids written in (``among``) are never the same twice: ``cached=False``
+    keeps them out of the compiled-statement cache, which would otherwise
+    hold hundreds of them per worker.
     """
+    if not cached:
+        conn = uncached(conn)
     result = conn.execute(stmt)
     try:
         return result.cursor.fetchall()
@@ -135,10 +145,11 @@ def sharing_anchors(conn, sharing_ids):
              .join(theirs, theirs.c.aggregate_id == mine.c.aggregate_id)
              .join(RP, RP.c.id == theirs.c.resource_provider_id))
     for chunk in chunks(sharing_ids):
-        for s, root in conn.execute(query.where(among(mine.c.resource_provider_id, chunk))):
+        for s, root in uncached(conn).execute(
+                query.where(among(mine.c.resource_provider_id, chunk))):
             anchors[s].add(root)
-        for s, root in conn.execute(sa.select(RP.c.id, RP.c.root_provider_id)
-                                    .where(among(RP.c.id, chunk))):
+        for s, root in uncached(conn).execute(sa.select(RP.c.id, RP.c.root_provider_id)
+                                              .where(among(RP.c.id, chunk))):
             anchors[s].add(root)
     return anchors
 
@@ -226,7 +237,7 @@ def capacities(conn, rp_ids, rc_ids):
     usage = _usage(rc_ids)
     found = {}
     for chunk in chunks(rp_ids):
-        for rp, rc, total, reserved, ratio, max_unit, used in fetch_all(conn, (
+        for rp, rc, total, reserved, ratio, max_unit, used in fetch_all(conn, cached=False, stmt=(
                 sa.select(INV.c.resource_provider_id, INV.c.resource_class_id, INV.c.total,
                           INV.c.reserved, INV.c.allocation_ratio, INV.c.max_unit,
                           sa.func.coalesce(usage.c.used, 0))
@@ -302,14 +313,15 @@ def matching_roots(conn, root_ids, required, forbidden):
         conds.append(~_has_any_trait(RP.c.id, forbidden))
     found = set()
     for chunk in chunks(root_ids):
-        found.update(conn.execute(sa.select(RP.c.id).where(among(RP.c.id, chunk), *conds)).scalars())
+        found.update(uncached(conn).execute(
+            sa.select(RP.c.id).where(among(RP.c.id, chunk), *conds)).scalars())
     return found
 
 
 def roots_in_aggregates(conn, root_ids, agg_ids):
     found = set()
     for chunk in chunks(root_ids):
-        found.update(conn.execute(
+        found.update(uncached(conn).execute(
             sa.select(RPA.c.resource_provider_id).distinct()
             .where(among(RPA.c.resource_provider_id, chunk),
                    RPA.c.aggregate_id.in_(sorted(agg_ids)))).scalars())
@@ -334,7 +346,7 @@ def tree_members(conn, root_ids):
     for chunk in chunks(root_ids):
         rows += fetch_all(conn, sa.select(RP.c.id, RP.c.uuid, RP.c.parent_provider_id,
                                           RP.c.root_provider_id)
-                          .where(among(RP.c.root_provider_id, chunk)))
+                          .where(among(RP.c.root_provider_id, chunk)), cached=False)
     return rows
 
 
@@ -343,7 +355,7 @@ def providers_by_id(conn, ids):
     for chunk in chunks(ids):
         rows += fetch_all(conn, sa.select(RP.c.id, RP.c.uuid, RP.c.parent_provider_id,
                                           RP.c.root_provider_id)
-                          .where(among(RP.c.id, chunk)))
+                          .where(among(RP.c.id, chunk)), cached=False)
     return rows
 
 
@@ -364,7 +376,7 @@ def summaries_data(conn, rp_ids):
                  .where(among(ALLOC.c.resource_provider_id, chunk))
                  .group_by(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id)
                  .subquery('usage'))
-        for rp, name, total, reserved, ratio, used in fetch_all(conn, (
+        for rp, name, total, reserved, ratio, used in fetch_all(conn, cached=False, stmt=(
                 sa.select(INV.c.resource_provider_id, rc.c.name, INV.c.total, INV.c.reserved,
                           INV.c.allocation_ratio, sa.func.coalesce(usage.c.used, 0))
                 .select_from(INV.join(rc, rc.c.id == INV.c.resource_class_id)
@@ -373,7 +385,7 @@ def summaries_data(conn, rp_ids):
                                  usage.c.rc == INV.c.resource_class_id)))
                 .where(among(INV.c.resource_provider_id, chunk)))):
             resources[rp][name] = (int((total - reserved) * ratio), int(used))
-        for rp, name in fetch_all(conn, (
+        for rp, name in fetch_all(conn, cached=False, stmt=(
                 sa.select(RPT.c.resource_provider_id, trait.c.name)
                 .join(trait, trait.c.id == RPT.c.trait_id)
                 .where(among(RPT.c.resource_provider_id, chunk)))):
