@@ -238,8 +238,10 @@ def test_daemon_notifies_and_answers_rpc(server, host, agents, tmp_path):
 
     # The operator asks this host's agent, over RPC.
     audit = env.run('tracker-manage', conf_path, 'audit', '--host', hostname, '--json')
-    assert audit.returncode == 0, audit.stdout + audit.stderr
-    assert json.loads(audit.stdout)['in_sync'] is True
+    report = json.loads(audit.stdout) if audit.returncode in (0, 3) else {}
+    # The drift kinds first: pytest cuts long messages short.
+    assert (audit.returncode, report.get('in_sync')) == (0, True), (
+        _kinds(report) if report else audit.stderr, agent.log()[-2000:])
     refresh = env.run('tracker-manage', conf_path, 'refresh', '--host', hostname)
     assert refresh.returncode == 0, refresh.stderr
     env.wait_for(lambda: 'early cycle: rpc refresh' in agent.log(), what='the refresh')
