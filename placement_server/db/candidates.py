@@ -115,12 +115,6 @@ class _Search:
                 self._tree_rows.setdefault(root, [])
         return [row for root in root_ids for row in self._tree_rows[root]]
 
-    def anchors_of(self, rp):
-        anchors = {self.root_of[rp]}
-        if rp in self.sharing:
-            anchors |= self._anchors[rp]
-        return anchors
-
     def _load_anchors(self, rps):
         missing = [rp for rp in rps if rp in self.sharing and rp not in self._anchors]
         self._anchors.update(search.sharing_anchors(self.conn, missing))
@@ -151,7 +145,8 @@ class _Search:
     def _single(self, found, query):
         self.root_of.update(found)
         self._load_anchors(found)
-        return combine.single_provider_options(found, query.resources, self.anchors_of)
+        return combine.single_provider_options(found, query.resources, self.root_of,
+                                               self._anchors)
 
     def _spread(self, query):
         by_class, roots, capacity, meets = search.providers_per_class(self.conn, query)

@@ -19,19 +19,21 @@ Piece = collections.namedtuple('Piece', 'amounts providers')
 Candidate = collections.namedtuple('Candidate', 'amounts mappings')
 
 
-def single_provider_options(providers, resources, anchors_of):
+def single_provider_options(providers, resources, root_of, shared_with):
     """Options of a group one provider must satisfy.
 
-    ``providers`` are the matching provider ids; ``anchors_of(p)`` the
-    roots provider p can serve (its own root, and for a sharing provider
-    the roots it shares with).
+    ``providers`` are the matching provider ids; each serves its own root
+    and, for a sharing provider, the roots in ``shared_with[p]``.
     """
     options = collections.defaultdict(list)
     classes = sorted(resources.items())
     for rp in sorted(providers):
         piece = Piece(tuple([(rp, rc, amount) for rc, amount in classes]), frozenset([rp]))
-        for anchor in anchors_of(rp):
-            options[anchor].append(piece)
+        root = root_of[rp]
+        options[root].append(piece)
+        for anchor in shared_with.get(rp, ()):
+            if anchor != root:
+                options[anchor].append(piece)
     return options
 
 
@@ -71,11 +73,11 @@ def _ancestors(rp, parent_of):
     return found
 
 
-def _same_subtree(providers, parent_of):
+def _same_subtree(providers, ancestors_of):
     """True if one of ``providers`` is an ancestor (or self) of all the others."""
     if len(providers) <= 1:
         return True
-    common = set.intersection(*(_ancestors(p, parent_of) for p in providers))
+    common = frozenset.intersection(*(ancestors_of(p) for p in providers))
     return bool(common & providers)
 
 
@@ -92,6 +94,14 @@ def merge(request, options, capacity, root_of, parent_of, stop_after=None):
     if len(suffixes) == 1:
         return _one_group(suffixes[0], options[suffixes[0]], stop_after)
     granular = [i for i, s in enumerate(suffixes) if request.groups[s].granular]
+    subtrees = [[suffixes.index(s) for s in subtree] for subtree in request.same_subtrees]
+    known = {}
+
+    def ancestors_of(rp):
+        if rp not in known:
+            known[rp] = frozenset(_ancestors(rp, parent_of))
+        return known[rp]
+
     isolate = request.group_policy == 'isolate'
     anchors = set.intersection(*(set(options[s]) for s in suffixes))
     seen = set()
@@ -100,10 +110,10 @@ def merge(request, options, capacity, root_of, parent_of, stop_after=None):
         for combo in itertools.product(*(options[s][anchor] for s in suffixes)):
             if isolate and len({p for i in granular for p in combo[i].providers}) != len(granular):
                 continue
-            if request.same_subtrees and not all(
-                    _same_subtree(set().union(*(combo[suffixes.index(s)].providers for s in subtree)),
-                                  parent_of)
-                    for subtree in request.same_subtrees):
+            if subtrees and not all(
+                    _same_subtree(frozenset().union(*(combo[i].providers for i in subtree)),
+                                  ancestors_of)
+                    for subtree in subtrees):
                 continue
             amounts = collections.Counter()
             for piece in combo:

@@ -37,7 +37,7 @@ def among(column, ids):
     """
     if not ids:
         return sa.false()
-    return column.op('IN')(sa.literal_column('(%s)' % ','.join('%d' % i for i in ids)))
+    return column.op('IN')(sa.literal_column('(%s)' % ','.join(map(str, map(int, ids)))))
 
 
 def uncached(conn):
