@@ -94,7 +94,7 @@ class AgentProcess:
         os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait(10)
 
-    def stop(self, timeout=30):
+    def stop(self, timeout=60):
         if self.proc is None or self.proc.poll() is not None:
             return None if self.proc is None else self.proc.returncode
         self.proc.send_signal(signal.SIGTERM)

@@ -175,7 +175,7 @@ def test_audit_reports_the_injected_drift_and_fix_repairs_it(placement_url, host
     assert fix.returncode == 0, fix.stdout + fix.stderr
     assert 'repaired: in sync with placement' in fix.stdout
     assert env.run('tracker-audit', conf).returncode == 0
-    env.wait_for(env.converged(env.Placement(placement_url), description), timeout=5)
+    env.wait_for(env.converged(env.Placement(placement_url), description))
 
 
 def test_commands_fail_in_one_line(tmp_path, host):
@@ -256,7 +256,7 @@ def test_against_upstream_placement(upstream_placement, host, agents, tmp_path):
     once = env.run('tracker-agent', conf, '--once')
     assert once.returncode == 0, once.stdout + once.stderr
     placement = env.Placement(upstream_placement)
-    env.wait_for(env.converged(placement, description), timeout=5)
+    env.wait_for(env.converged(placement, description))
 
     agent = agents(conf)
     vm2 = instance('vm2', **{HOST: {'VCPU': 1}})
@@ -359,7 +359,7 @@ def test_daemon_speaks_systemd_and_reloads_on_sighup(server, host, agents, tmp_p
     sock_path = str(tmp_path / 'notify.sock')
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     sock.bind(sock_path)
-    sock.settimeout(15)
+    sock.settimeout(60)     # a loaded CI machine starts processes slowly
     try:
         agent = agents(conf, {'NOTIFY_SOCKET': sock_path, 'WATCHDOG_USEC': '1000000'})
         messages = [sock.recv(4096).decode() for _ in range(4)]
@@ -405,7 +405,9 @@ def test_a_broker_that_is_down_does_not_hold_the_agent(server, host, agents, tmp
     env.wait_for(env.converged(placement, description), what='a second change')
     started = time.monotonic()
     assert agent.stop() == 0
-    assert time.monotonic() - started < 15
+    # Not forever (oslo.messaging retries a broker forever), with room
+    # for a loaded machine: the cycle finishes, then the worker exits.
+    assert time.monotonic() - started < 45
 
 
 def test_libvirt_test_driver_host_is_reported_in_sync(server, tmp_path):
