@@ -15,12 +15,13 @@ from placement_server import conf as conf_mod
 from placement_server import wsgi
 
 
-def make_conf(**overrides):
+def make_conf(overrides=None):
+    """A test configuration; ``overrides`` maps (group, name) to a value."""
     conf = cfg.ConfigOpts()
     conf_mod.register_opts(conf)
     conf([], project='placement', default_config_files=[])
     conf.set_override('auth_strategy', 'noauth2', group='api')
-    for (group, name), value in overrides.items():
+    for (group, name), value in (overrides or {}).items():
         conf.set_override(name, value, group=group)
     return conf
 
