@@ -46,6 +46,7 @@ echo "demo: discovery driver: $driver"
 
 cat >"$work/tracker.conf" <<CONF
 [tracker]
+state_path = $work/state
 driver = $driver
 notifications = false
 rpc = false
