@@ -2,8 +2,7 @@
 real process) and ours: statuses, specific error codes and bodies
 (generations included) must agree.
 """
-import json
-
+from tests.functional import side_by_side
 from tests.upstream import _upstream_server  # noqa: F401  (fixture)
 from tests.upstream import upstream_placement  # noqa: F401
 
@@ -153,47 +152,22 @@ SCRIPT = [
 ]
 
 
-def _headers(headers):
-    """The headers that must agree: caching and Location (its path)."""
-    location = headers.get('Location')
-    if location:
-        location = '/' + location.split('://', 1)[-1].split('/', 1)[-1]
-    return ('Last-Modified' in headers, headers.get('Cache-Control'), location)
-
-
-def _canonical(status, body, headers):
+def _canonical(status, headers, body):
     """What must agree between the two servers for one response."""
-    status = (status, _headers(headers))
+    status = (status, side_by_side.caching_headers(headers))
     if not body:
         return status, None
     if 'errors' in body:
-        code = body['errors'][0].get('code')
-        # Un-coded errors differ in wording only: compare specific codes.
-        return status, (code if code and not code.startswith('placement.undefined_code') else None)
+        return status, side_by_side.specific_code(body)
     return status, body
-
-
-def _ours(api, method, path, version, body):
-    resp = api.request(method, path, body, version=version)
-    return resp.status_int, (resp.json if resp.body else None), resp.headers
-
-
-def _upstream(base, method, path, version, body):
-    import requests
-    headers = {'X-Auth-Token': 'admin', 'OpenStack-API-Version': 'placement %s' % version}
-    data = None
-    if body is not None:
-        headers['Content-Type'] = 'application/json'
-        data = json.dumps(body)
-    resp = requests.request(method, base + path, headers=headers, data=data, timeout=30)
-    return resp.status_code, (resp.json() if resp.content else None), resp.headers
 
 
 def test_same_answers_as_upstream(api, upstream_placement):
     mismatches = []
     for method, path, version, body in SCRIPT:
-        ours = _canonical(*_ours(api, method, path, version, body))
-        theirs = _canonical(*_upstream(upstream_placement, method, path, version, body))
+        ours = _canonical(*side_by_side.ours(api, method, path, version, body))
+        theirs = _canonical(*side_by_side.upstream(upstream_placement, method, path, version,
+                                                   body))
         if ours != theirs:
             mismatches.append('%s %s @%s: ours %s, upstream %s'
                               % (method, path, version, ours, theirs))

@@ -3,11 +3,8 @@ the order and at the microversions nova uses, with the facts it relies on
 asserted (API reference + COMPAT.md). The same walk runs on upstream
 placement 16.0.0, so every asserted fact is upstream's too.
 """
-import json
-
-import requests
-
 from placement_server import errors
+from tests.functional import side_by_side
 from tests.upstream import _upstream_server  # noqa: F401  (fixture)
 from tests.upstream import upstream_placement  # noqa: F401
 
@@ -123,20 +120,14 @@ def nova_lifecycle(call):
 
 def test_nova_lifecycle_on_ours(api):
     def call(method, path, version, body):
-        resp = api.request(method, path, body, version=version, headers=NOVA_ROLES)
-        return resp.status_int, (resp.json if resp.body else None)
+        status, _, body = side_by_side.ours(api, method, path, version, body, NOVA_ROLES)
+        return status, body
     nova_lifecycle(call)
 
 
 def test_nova_lifecycle_on_upstream(upstream_placement):
     def call(method, path, version, body):
-        headers = dict(NOVA_ROLES, **{'X-Auth-Token': 'admin',
-                                      'OpenStack-API-Version': 'placement %s' % version})
-        data = None
-        if body is not None:
-            headers['Content-Type'] = 'application/json'
-            data = json.dumps(body)
-        resp = requests.request(method, upstream_placement + path, headers=headers, data=data,
-                                timeout=30)
-        return resp.status_code, (resp.json() if resp.content else None)
+        status, _, body = side_by_side.upstream(upstream_placement, method, path, version, body,
+                                                NOVA_ROLES)
+        return status, body
     nova_lifecycle(call)

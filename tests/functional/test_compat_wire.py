@@ -4,10 +4,7 @@ there is a body, and the key sets of bodies and error objects, for the
 same requests in the same order. The bodies' values are compared by the
 *_upstream.py tests; this file is about the envelope.
 """
-import json
-
-import requests
-
+from tests.functional import side_by_side
 from tests.upstream import _upstream_server  # noqa: F401  (fixture)
 from tests.upstream import upstream_placement  # noqa: F401
 
@@ -123,30 +120,10 @@ def envelope(status, headers, body):
             'body': body_shape}
 
 
-def _ours(api, method, path, version, body):
-    if isinstance(body, str):
-        resp = api.request(method, path, version=version, raw=body)
-    else:
-        resp = api.request(method, path, body, version=version)
-    return resp.status_int, resp.headers, (resp.json if resp.body else None)
-
-
-def _upstream(base, method, path, version, body):
-    headers = {'X-Auth-Token': 'admin'}
-    if version:
-        headers['OpenStack-API-Version'] = 'placement %s' % version
-    data = None
-    if body is not None:
-        headers['Content-Type'] = 'application/json'
-        data = body if isinstance(body, str) else json.dumps(body)
-    resp = requests.request(method, base + path, headers=headers, data=data, timeout=30)
-    return resp.status_code, resp.headers, (resp.json() if resp.content else None)
-
-
 def test_envelopes_as_upstream(api, upstream_placement):
     for request in SCRIPT:
-        ours = _ours(api, *request)
-        theirs = _upstream(upstream_placement, *request)
+        ours = side_by_side.ours(api, *request)
+        theirs = side_by_side.upstream(upstream_placement, *request)
         assert envelope(*ours) == envelope(*theirs), request
         # Caches must key on the version: on every response of ours, and
         # on every one of upstream's that carries it.
@@ -157,8 +134,8 @@ def test_envelopes_as_upstream(api, upstream_placement):
 
 def test_unacceptable_version_names_the_range(api, upstream_placement):
     """A client asking too new a version learns the range from the error."""
-    for status, headers, body in (_ours(api, 'GET', '/', '1.40', None),
-                                  _upstream(upstream_placement, 'GET', '/', '1.40', None)):
+    for status, headers, body in (side_by_side.ours(api, 'GET', '/', '1.40'),
+                                  side_by_side.upstream(upstream_placement, 'GET', '/', '1.40')):
         assert status == 406
         error = body['errors'][0]
         assert (error['min_version'], error['max_version']) == ('1.0', '1.39')
@@ -168,8 +145,8 @@ def test_unacceptable_version_names_the_range(api, upstream_placement):
 def test_head_is_not_get(api, upstream_placement):
     """Upstream routes no HEAD: a 405 that lists the methods."""
     for path in ('/', '/resource_providers', '/resource_providers/%s' % RP):
-        ours = _ours(api, 'HEAD', path, '1.39', None)
-        theirs = _upstream(upstream_placement, 'HEAD', path, '1.39', None)
+        ours = side_by_side.ours(api, 'HEAD', path, '1.39', None)
+        theirs = side_by_side.upstream(upstream_placement, 'HEAD', path, '1.39', None)
         assert ours[0] == theirs[0] == 405, path
         allowed = [sorted(r[1]['Allow'].split(', ')) for r in (ours, theirs)]
         assert allowed[0] == allowed[1], path

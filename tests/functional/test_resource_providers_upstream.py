@@ -5,10 +5,8 @@ Bodies are compared after removing what legitimately differs (request ids,
 error wording, timestamps, generated uuids, list order).
 """
 import json
-import urllib.parse
 
-import requests
-
+from tests.functional import side_by_side
 from tests.upstream import _upstream_server  # noqa: F401  (fixture)
 from tests.upstream import upstream_placement  # noqa: F401
 
@@ -147,21 +145,16 @@ SCRIPT = [
 ]
 
 
-def _canonical(status, body, headers):
+def _canonical(status, headers, body):
     """What must agree between the two servers for one response."""
-    return (headers,) + _canonical_body(status, body)
+    return (side_by_side.caching_headers(headers),) + _canonical_body(status, body)
 
 
 def _canonical_body(status, body):
     if not body:
         return status, None
     if 'errors' in body:
-        code = body['errors'][0].get('code')
-        # Both sides give the un-coded errors a default code; compare only
-        # the specific ones.
-        if code and not code.startswith('placement.undefined_code'):
-            return status, code
-        return status, None
+        return status, side_by_side.specific_code(body)
     if 'resource_providers' in body:
         return status, sorted(json.dumps(rp, sort_keys=True)
                               for rp in body['resource_providers'])
@@ -173,37 +166,15 @@ def _canonical_body(status, body):
     return status, body
 
 
-def _headers(headers):
-    """The headers clients rely on: Location's path, and whether
-    Last-Modified and Cache-Control are there."""
-    location = headers.get('Location')
-    return (urllib.parse.urlparse(location).path if location else None,
-            'Last-Modified' in headers, headers.get('Cache-Control'))
-
-
-def _ours(api, method, path, version, body):
-    resp = api.request(method, path, body, version=version)
-    return resp.status_int, (resp.json if resp.body else None), _headers(resp.headers)
-
-
-def _upstream(base, method, path, version, body):
-    headers = {'X-Auth-Token': 'admin', 'OpenStack-API-Version': 'placement %s' % version}
-    data = None
-    if body is not None:
-        headers['Content-Type'] = 'application/json'
-        data = json.dumps(body)
-    resp = requests.request(method, base + path, headers=headers, data=data, timeout=30)
-    return resp.status_code, (resp.json() if resp.content else None), _headers(resp.headers)
-
-
 def test_same_answers_as_upstream(api, upstream_placement):
     # The upstream fixture keeps custom traits between tests: start clean.
-    _upstream(upstream_placement, 'DELETE', '/traits/CUSTOM_GOLD', '1.6', None)
+    side_by_side.upstream(upstream_placement, 'DELETE', '/traits/CUSTOM_GOLD', '1.6')
     for method, path, version, body, *expected in SCRIPT:
-        ours = _canonical(*_ours(api, method, path, version, body))
+        ours = _canonical(*side_by_side.ours(api, method, path, version, body))
         if expected:
             assert ours[1] == expected[0], '%s %s @%s: %s' % (method, path, version, ours)
-        theirs = _canonical(*_upstream(upstream_placement, method, path, version, body))
+        theirs = _canonical(*side_by_side.upstream(upstream_placement, method, path, version,
+                                                   body))
         if method == 'PUT' and path.count('/') == 2:
             # Upstream omits Last-Modified on a provider update that follows
             # a failed one (a stale object); we always send it.
