@@ -67,3 +67,30 @@ class Client:
 
     def put(self, path, body=None, **kw):
         return self.request('PUT', path, body, **kw)
+
+
+def make_provider(api, name='cn1', inventories=None, uuid=None, parent=None):
+    """A provider created through the API (1.20), with ``inventories`` put
+    on it (1.39) when given; returns its uuid."""
+    body = {'name': name}
+    if uuid:
+        body['uuid'] = uuid
+    if parent:
+        body['parent_provider_uuid'] = parent
+    resp = api.post('/resource_providers', body, version='1.20')
+    assert resp.status_int == 200, resp.body
+    rp = resp.json['uuid']
+    if inventories is not None:
+        resp = api.put('/resource_providers/%s/inventories' % rp, {
+            'resource_provider_generation': 0, 'inventories': inventories}, version='1.39')
+        assert resp.status_int == 200, resp.body
+    return rp
+
+
+def error(resp, status=400, code=None):
+    """The response's error object, after checking its status (and code)."""
+    assert resp.status_int == status, resp.body
+    error = resp.json['errors'][0]
+    if code:
+        assert error['code'] == code
+    return error

@@ -1,4 +1,6 @@
 """/resource_providers/{uuid}/aggregates, per the API reference."""
+from tests.functional.client import error, make_provider
+
 RP1 = '9a8b7c6d-1e2f-4a3b-8c4d-5e6f7a8b9c01'
 RP2 = '9a8b7c6d-1e2f-4a3b-8c4d-5e6f7a8b9c02'
 AGG1 = '0b1c2d3e-4f50-4617-8293-a4b5c6d7e801'
@@ -6,31 +8,18 @@ AGG2 = '0b1c2d3e-4f50-4617-8293-a4b5c6d7e802'
 PATH = '/resource_providers/%s/aggregates' % RP1
 
 
-def _provider(api, uuid, name):
-    assert api.post('/resource_providers', {'name': name, 'uuid': uuid},
-                    version='1.20').status_int == 200
-
-
-def _error(resp, status, code=None):
-    assert resp.status_int == status, resp.body
-    error = resp.json['errors'][0]
-    if code:
-        assert error['code'] == code
-    return error
-
-
 def _generation(api, uuid):
     return api.get('/resource_providers/%s' % uuid).json['generation']
 
 
 def test_aggregates_do_not_exist_before_1_1(api):
-    _provider(api, RP1, 'cn1')
+    make_provider(api, 'cn1', uuid=RP1)
     assert api.get(PATH, version='1.0').status_int == 404
     assert api.put(PATH, [AGG1], version='1.0').status_int == 404
 
 
 def test_get_empty(api):
-    _provider(api, RP1, 'cn1')
+    make_provider(api, 'cn1', uuid=RP1)
     resp = api.get(PATH, version='1.1')
     assert resp.status_int == 200
     assert resp.json == {'aggregates': []}
@@ -40,7 +29,7 @@ def test_get_empty(api):
 
 
 def test_put_plain_list_before_1_19(api):
-    _provider(api, RP1, 'cn1')
+    make_provider(api, 'cn1', uuid=RP1)
     resp = api.put(PATH, [AGG2, AGG1], version='1.1')
     assert resp.status_int == 200
     assert resp.json == {'aggregates': [AGG1, AGG2]}
@@ -54,7 +43,7 @@ def test_put_plain_list_before_1_19(api):
 
 
 def test_put_with_generation_from_1_19(api):
-    _provider(api, RP1, 'cn1')
+    make_provider(api, 'cn1', uuid=RP1)
     resp = api.put(PATH, {'aggregates': [AGG1], 'resource_provider_generation': 0},
                    version='1.19')
     assert resp.status_int == 200
@@ -68,47 +57,47 @@ def test_put_with_generation_from_1_19(api):
 
 
 def test_put_wrong_generation_is_409(api):
-    _provider(api, RP1, 'cn1')
-    _error(api.put(PATH, {'aggregates': [AGG1], 'resource_provider_generation': 3},
+    make_provider(api, 'cn1', uuid=RP1)
+    error(api.put(PATH, {'aggregates': [AGG1], 'resource_provider_generation': 3},
                    version='1.23'), 409, 'placement.concurrent_update')
     assert api.get(PATH, version='1.19').json == {
         'aggregates': [], 'resource_provider_generation': 0}
 
 
 def test_bodies_per_version(api):
-    _provider(api, RP1, 'cn1')
+    make_provider(api, 'cn1', uuid=RP1)
     # A plain list is wrong from 1.19, an object is wrong before.
-    _error(api.put(PATH, [AGG1], version='1.19'), 400)
-    _error(api.put(PATH, {'aggregates': [AGG1], 'resource_provider_generation': 0},
+    error(api.put(PATH, [AGG1], version='1.19'), 400)
+    error(api.put(PATH, {'aggregates': [AGG1], 'resource_provider_generation': 0},
                    version='1.18'), 400)
-    _error(api.put(PATH, {'aggregates': [AGG1]}, version='1.19'), 400)
-    _error(api.put(PATH, {'aggregates': [AGG1], 'resource_provider_generation': 0,
+    error(api.put(PATH, {'aggregates': [AGG1]}, version='1.19'), 400)
+    error(api.put(PATH, {'aggregates': [AGG1], 'resource_provider_generation': 0,
                           'extra': 1}, version='1.19'), 400)
 
 
 def test_bad_aggregate_uuids_are_400(api):
-    _provider(api, RP1, 'cn1')
-    _error(api.put(PATH, ['not-a-uuid'], version='1.1'), 400)
-    _error(api.put(PATH, [AGG1, AGG1], version='1.1'), 400)
-    _error(api.put(PATH, [1], version='1.1'), 400)
-    _error(api.put(PATH, raw='[', version='1.1'), 400)
+    make_provider(api, 'cn1', uuid=RP1)
+    error(api.put(PATH, ['not-a-uuid'], version='1.1'), 400)
+    error(api.put(PATH, [AGG1, AGG1], version='1.1'), 400)
+    error(api.put(PATH, [1], version='1.1'), 400)
+    error(api.put(PATH, raw='[', version='1.1'), 400)
 
 
 def test_dashless_uuid_is_stored_canonical(api):
-    _provider(api, RP1, 'cn1')
+    make_provider(api, 'cn1', uuid=RP1)
     resp = api.put(PATH, [AGG1.replace('-', '').upper()], version='1.1')
     assert resp.json == {'aggregates': [AGG1]}
 
 
 def test_unknown_provider_is_404(api):
     path = '/resource_providers/%s/aggregates' % RP2
-    _error(api.get(path, version='1.1'), 404)
-    _error(api.put(path, [AGG1], version='1.1'), 404)
+    error(api.get(path, version='1.1'), 404)
+    error(api.put(path, [AGG1], version='1.1'), 404)
 
 
 def test_shared_aggregate_and_provider_delete(api):
-    _provider(api, RP1, 'cn1')
-    _provider(api, RP2, 'cn2')
+    make_provider(api, 'cn1', uuid=RP1)
+    make_provider(api, 'cn2', uuid=RP2)
     assert api.put(PATH, [AGG1], version='1.1').status_int == 200
     assert api.put('/resource_providers/%s/aggregates' % RP2, [AGG1, AGG2],
                    version='1.1').status_int == 200
@@ -118,7 +107,7 @@ def test_shared_aggregate_and_provider_delete(api):
 
 
 def test_absurd_generation_is_409_not_500(api):
-    _provider(api, RP1, 'cn1')
+    make_provider(api, 'cn1', uuid=RP1)
     for generation in (2 ** 70, -2 ** 70):
-        _error(api.put(PATH, {'aggregates': [AGG1], 'resource_provider_generation': generation},
+        error(api.put(PATH, {'aggregates': [AGG1], 'resource_provider_generation': generation},
                        version='1.23'), 409, 'placement.concurrent_update')

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from tests.functional import client as client_mod
+from tests.functional.client import error
 from tests.property.world import World
 
 AGG = '14a5c8a3-5a99-4e8f-88be-00d85fcb1c17'
@@ -52,11 +53,6 @@ def allocations(resp):
 def canon(cands):
     """Candidates compared regardless of order."""
     return sorted(json.dumps(c, sort_keys=True) for c in cands)
-
-
-def error(resp, status=400):
-    assert resp.status_int == status, resp.body
-    return resp.json['errors'][0]
 
 
 def test_route_appears_at_1_10(api):

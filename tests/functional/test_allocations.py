@@ -9,18 +9,9 @@ from placement_server.db import inventories as inventories_db
 from placement_server.db import providers
 from placement_server.schemas import inventory as inventory_schema
 from tests.functional import client as client_mod
+from tests.functional.client import make_provider
 
 V = '1.39'
-
-
-def make_provider(api, name, inventories):
-    resp = api.post('/resource_providers', {'name': name}, version='1.20')
-    assert resp.status_int == 200, resp.body
-    rp = resp.json['uuid']
-    resp = api.put('/resource_providers/%s/inventories' % rp, {
-        'resource_provider_generation': 0, 'inventories': inventories}, version=V)
-    assert resp.status_int == 200, resp.body
-    return rp
 
 
 def generation(api, rp):

@@ -4,16 +4,11 @@ import uuid
 import pytest
 
 from placement_server import errors
+from tests.functional.client import make_provider
 
 V = '1.39'
 DEFAULTS = {'reserved': 0, 'min_unit': 1, 'max_unit': 2147483647,
             'step_size': 1, 'allocation_ratio': 1.0}
-
-
-def make_provider(api, name='cn1'):
-    resp = api.post('/resource_providers', {'name': name}, version='1.20')
-    assert resp.status_int == 200, resp.body
-    return resp.json['uuid']
 
 
 def inv_url(rp, rc=None):

@@ -7,19 +7,11 @@ import pytest
 import sqlalchemy as sa
 
 from placement_server.db import tables
+from tests.functional.client import make_provider
 
 V = '1.30'
 PROJECT = 'p-1'
 USER = 'u-1'
-
-
-def make_provider(api, name, parent=None):
-    body = {'name': name}
-    if parent:
-        body['parent_provider_uuid'] = parent
-    resp = api.post('/resource_providers', body, version='1.20')
-    assert resp.status_int == 200, resp.body
-    return resp.json['uuid']
 
 
 def reshape(api, body, version=V, **kw):

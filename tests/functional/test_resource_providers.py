@@ -2,6 +2,8 @@
 describes them per microversion."""
 import uuid as uuidlib
 
+from tests.functional.client import error
+
 RP1 = '7f6a3c2e-0c1d-4e8b-9a41-2f7d3b6c5a01'
 RP2 = '7f6a3c2e-0c1d-4e8b-9a41-2f7d3b6c5a02'
 RP3 = '7f6a3c2e-0c1d-4e8b-9a41-2f7d3b6c5a03'
@@ -20,14 +22,6 @@ def _create(api, name, uuid=None, parent=None, version='1.20'):
     resp = api.post('/resource_providers', body, version=version)
     assert resp.status_int == (200 if _at_least(version, '1.20') else 201), resp.body
     return resp
-
-
-def _error(resp, status, code=None):
-    assert resp.status_int == status, resp.body
-    error = resp.json['errors'][0]
-    if code:
-        assert error['code'] == code
-    return error
 
 
 def test_create_1_0_has_no_body(api):
@@ -69,22 +63,22 @@ def test_create_accepts_uuid_without_dashes(api):
 
 def test_duplicate_uuid_and_name_are_duplicate_name(api):
     _create(api, 'cn1', uuid=RP1)
-    err = _error(api.post('/resource_providers', {'name': 'other', 'uuid': RP1},
+    err = error(api.post('/resource_providers', {'name': 'other', 'uuid': RP1},
                           version='1.23'), 409, 'placement.duplicate_name')
     assert err['detail'].startswith('Conflicting resource provider uuid:')
-    err = _error(api.post('/resource_providers', {'name': 'cn1', 'uuid': RP2},
+    err = error(api.post('/resource_providers', {'name': 'cn1', 'uuid': RP2},
                           version='1.23'), 409, 'placement.duplicate_name')
     assert err['detail'].startswith('Conflicting resource provider name:')
 
 
 def test_create_bad_bodies(api):
-    _error(api.post('/resource_providers', {'uuid': RP1}, version='1.20'), 400)
-    _error(api.post('/resource_providers', {'name': 'x', 'uuid': 'nope'},
+    error(api.post('/resource_providers', {'uuid': RP1}, version='1.20'), 400)
+    error(api.post('/resource_providers', {'name': 'x', 'uuid': 'nope'},
                     version='1.20'), 400)
-    _error(api.post('/resource_providers', {'name': 'x', 'extra': 1},
+    error(api.post('/resource_providers', {'name': 'x', 'extra': 1},
                     version='1.20'), 400)
-    _error(api.post('/resource_providers', {'name': 'x' * 201}, version='1.20'), 400)
-    _error(api.post('/resource_providers', raw='{"name": ', version='1.20'), 400)
+    error(api.post('/resource_providers', {'name': 'x' * 201}, version='1.20'), 400)
+    error(api.post('/resource_providers', raw='{"name": ', version='1.20'), 400)
     resp = api.request('POST', '/resource_providers', version='1.20',
                        headers={'Content-Type': 'text/plain'})
     assert resp.status_int == 415
@@ -92,7 +86,7 @@ def test_create_bad_bodies(api):
 
 def test_parent_before_1_14_is_an_extra_field(api):
     _create(api, 'cn1', uuid=RP1)
-    _error(api.post('/resource_providers', {'name': 'c', 'parent_provider_uuid': RP1},
+    error(api.post('/resource_providers', {'name': 'c', 'parent_provider_uuid': RP1},
                     version='1.13'), 400)
 
 
@@ -106,7 +100,7 @@ def test_create_child(api):
 
 
 def test_create_with_unknown_parent_is_400(api):
-    _error(api.post('/resource_providers', {'name': 'c', 'parent_provider_uuid': RP2},
+    error(api.post('/resource_providers', {'name': 'c', 'parent_provider_uuid': RP2},
                     version='1.14'), 400)
 
 
@@ -124,9 +118,9 @@ def test_show(api):
 
 
 def test_show_unknown_is_404(api):
-    err = _error(api.get('/resource_providers/%s' % RP1, version='1.23'), 404)
+    err = error(api.get('/resource_providers/%s' % RP1, version='1.23'), 404)
     assert err['detail'] == 'No resource provider with uuid %s found' % RP1
-    _error(api.get('/resource_providers/not-a-uuid', version='1.23'), 404)
+    error(api.get('/resource_providers/not-a-uuid', version='1.23'), 404)
 
 
 def test_rename(api):
@@ -141,18 +135,18 @@ def test_rename(api):
 def test_rename_to_taken_name_is_409(api):
     _create(api, 'cn1', uuid=RP1)
     _create(api, 'cn2', uuid=RP2)
-    err = _error(api.put('/resource_providers/%s' % RP2, {'name': 'cn1'}, version='1.23'),
+    err = error(api.put('/resource_providers/%s' % RP2, {'name': 'cn1'}, version='1.23'),
                  409, 'placement.duplicate_name')
     assert err['detail'].startswith('Conflicting resource provider name:')
 
 
 def test_update_bad_bodies_and_unknown(api):
     _create(api, 'cn1', uuid=RP1)
-    _error(api.put('/resource_providers/%s' % RP1, {}, version='1.14'), 400)
-    _error(api.put('/resource_providers/%s' % RP1, {'name': 'x', 'generation': 1},
+    error(api.put('/resource_providers/%s' % RP1, {}, version='1.14'), 400)
+    error(api.put('/resource_providers/%s' % RP1, {'name': 'x', 'generation': 1},
                    version='1.14'), 400)
-    _error(api.put('/resource_providers/%s' % RP1, raw='nope', version='1.14'), 400)
-    _error(api.put('/resource_providers/%s' % RP2, {'name': 'x'}, version='1.14'), 404)
+    error(api.put('/resource_providers/%s' % RP1, raw='nope', version='1.14'), 400)
+    error(api.put('/resource_providers/%s' % RP2, {'name': 'x'}, version='1.14'), 404)
 
 
 def test_set_parent_once_before_1_37(api):
@@ -165,9 +159,9 @@ def test_set_parent_once_before_1_37(api):
     assert resp.json['parent_provider_uuid'] == RP1
     assert resp.json['root_provider_uuid'] == RP1
     # Changing or removing the parent is refused before 1.37.
-    _error(api.put('/resource_providers/%s' % RP3,
+    error(api.put('/resource_providers/%s' % RP3,
                    {'name': 'numa', 'parent_provider_uuid': RP2}, version='1.36'), 400)
-    _error(api.put('/resource_providers/%s' % RP3,
+    error(api.put('/resource_providers/%s' % RP3,
                    {'name': 'numa', 'parent_provider_uuid': None}, version='1.36'), 400)
     # Repeating the same parent is fine.
     resp = api.put('/resource_providers/%s' % RP3,
@@ -201,17 +195,17 @@ def test_reparent_loops_are_400(api):
     _create(api, 'cn1', uuid=RP1)
     _create(api, 'numa', uuid=RP2, parent=RP1)
     _create(api, 'pf', uuid=RP3, parent=RP2)
-    _error(api.put('/resource_providers/%s' % RP1,
+    error(api.put('/resource_providers/%s' % RP1,
                    {'name': 'cn1', 'parent_provider_uuid': RP3}, version='1.37'), 400)
-    _error(api.put('/resource_providers/%s' % RP1,
+    error(api.put('/resource_providers/%s' % RP1,
                    {'name': 'cn1', 'parent_provider_uuid': RP1}, version='1.37'), 400)
-    _error(api.put('/resource_providers/%s' % RP1,
+    error(api.put('/resource_providers/%s' % RP1,
                    {'name': 'cn1', 'parent_provider_uuid': RP3}, version='1.14'), 400)
 
 
 def test_reparent_to_unknown_is_400(api):
     _create(api, 'cn1', uuid=RP1)
-    _error(api.put('/resource_providers/%s' % RP1,
+    error(api.put('/resource_providers/%s' % RP1,
                    {'name': 'cn1', 'parent_provider_uuid': RP2}, version='1.37'), 400)
 
 
@@ -220,14 +214,14 @@ def test_delete(api):
     resp = api.delete('/resource_providers/%s' % RP1)
     assert resp.status_int == 204
     assert resp.body == b''
-    _error(api.get('/resource_providers/%s' % RP1), 404)
-    _error(api.delete('/resource_providers/%s' % RP1), 404)
+    error(api.get('/resource_providers/%s' % RP1), 404)
+    error(api.delete('/resource_providers/%s' % RP1), 404)
 
 
 def test_delete_parent_is_409(api):
     _create(api, 'cn1', uuid=RP1)
     _create(api, 'numa', uuid=RP2, parent=RP1)
-    _error(api.delete('/resource_providers/%s' % RP1, version='1.23'), 409,
+    error(api.delete('/resource_providers/%s' % RP1, version='1.23'), 409,
            'placement.resource_provider.cannot_delete_parent')
     assert api.delete('/resource_providers/%s' % RP2).status_int == 204
     assert api.delete('/resource_providers/%s' % RP1).status_int == 204
@@ -235,9 +229,9 @@ def test_delete_parent_is_409(api):
 
 def test_non_admin_is_403(api):
     resp = api.get('/resource_providers', token='alice', version='1.23')
-    _error(resp, 403)
+    error(resp, 403)
     resp = api.post('/resource_providers', {'name': 'x'}, token='alice', version='1.23')
-    _error(resp, 403)
+    error(resp, 403)
 
 
 def test_delete_removes_what_the_provider_owned(api):
@@ -266,7 +260,7 @@ def test_delete_removes_what_the_provider_owned(api):
 def test_lone_surrogate_in_name_is_400(api):
     # "\ud800" is valid JSON text but no database can store the string.
     resp = api.post('/resource_providers', raw='{"name": "cn\\ud800"}', version='1.20')
-    _error(resp, 400)
+    error(resp, 400)
     _create(api, 'cn1', uuid=RP1)
-    _error(api.put('/resource_providers/%s' % RP1, raw='{"name": "\\udfff"}',
+    error(api.put('/resource_providers/%s' % RP1, raw='{"name": "\\udfff"}',
                    version='1.20'), 400)

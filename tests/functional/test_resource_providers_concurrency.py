@@ -3,6 +3,8 @@ lets exactly one win, on every database."""
 import concurrent.futures
 import threading
 
+from tests.functional.client import make_provider
+
 A = 'e1e1e1e1-0000-4000-8000-00000000000a'
 B = 'e1e1e1e1-0000-4000-8000-00000000000b'
 
@@ -18,13 +20,8 @@ def _race(calls):
         return list(pool.map(run, calls))
 
 
-def _provider(api, uuid, name):
-    assert api.post('/resource_providers', {'name': name, 'uuid': uuid},
-                    version='1.20').status_int == 200
-
-
 def test_one_of_concurrent_trait_writes_wins(api):
-    _provider(api, A, 'a')
+    make_provider(api, 'a', uuid=A)
     traits = ['HW_CPU_X86_AVX', 'HW_CPU_X86_SSE', 'HW_CPU_X86_SSE2', 'HW_CPU_X86_AVX2']
     resps = _race([
         (lambda t=t: api.put('/resource_providers/%s/traits' % A,
@@ -42,7 +39,7 @@ def test_one_of_concurrent_trait_writes_wins(api):
 
 
 def test_one_of_concurrent_aggregate_writes_wins(api):
-    _provider(api, A, 'a')
+    make_provider(api, 'a', uuid=A)
     aggs = ['a0000000-0000-4000-8000-00000000000%d' % i for i in range(3)]
     resps = _race([
         (lambda g=g: api.put('/resource_providers/%s/aggregates' % A,
@@ -56,8 +53,8 @@ def test_one_of_concurrent_aggregate_writes_wins(api):
 
 
 def test_crossed_moves_do_not_make_a_loop(api):
-    _provider(api, A, 'a')
-    _provider(api, B, 'b')
+    make_provider(api, 'a', uuid=A)
+    make_provider(api, 'b', uuid=B)
     resps = _race([
         lambda: api.put('/resource_providers/%s' % A,
                         {'name': 'a', 'parent_provider_uuid': B}, version='1.37'),
@@ -73,7 +70,7 @@ def test_crossed_moves_do_not_make_a_loop(api):
 
 
 def test_child_create_races_parent_delete(api):
-    _provider(api, A, 'a')
+    make_provider(api, 'a', uuid=A)
     resps = _race([
         lambda: api.post('/resource_providers', {'name': 'child', 'uuid': B,
                                                  'parent_provider_uuid': A},

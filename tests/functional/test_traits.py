@@ -1,19 +1,8 @@
 """/traits and /resource_providers/{uuid}/traits, per the API reference."""
+from tests.functional.client import error, make_provider
+
 RP1 = '5d3c1a7e-8b2f-4c61-9e0d-3a4b5c6d7e01'
 RP2 = '5d3c1a7e-8b2f-4c61-9e0d-3a4b5c6d7e02'
-
-
-def _provider(api, uuid, name):
-    assert api.post('/resource_providers', {'name': name, 'uuid': uuid},
-                    version='1.20').status_int == 200
-
-
-def _error(resp, status, code=None):
-    assert resp.status_int == status, resp.body
-    error = resp.json['errors'][0]
-    if code:
-        assert error['code'] == code
-    return error
 
 
 def _set(api, uuid, traits, generation, version='1.6'):
@@ -25,7 +14,7 @@ def _set(api, uuid, traits, generation, version='1.6'):
 def test_traits_do_not_exist_before_1_6(api):
     assert api.get('/traits', version='1.5').status_int == 404
     assert api.put('/traits/CUSTOM_A', version='1.5').status_int == 404
-    _provider(api, RP1, 'cn1')
+    make_provider(api, 'cn1', uuid=RP1)
     assert api.get('/resource_providers/%s/traits' % RP1, version='1.5').status_int == 404
 
 
@@ -51,7 +40,7 @@ def test_list_name_filters(api):
 
 
 def test_list_associated(api):
-    _provider(api, RP1, 'cn1')
+    make_provider(api, 'cn1', uuid=RP1)
     assert _set(api, RP1, ['HW_CPU_X86_AVX'], 0).status_int == 200
     resp = api.get('/traits?associated=true', version='1.6')
     assert resp.json == {'traits': ['HW_CPU_X86_AVX']}
@@ -61,9 +50,9 @@ def test_list_associated(api):
 
 
 def test_list_bad_query(api):
-    _error(api.get('/traits?name=HW_CPU_X86_AVX', version='1.6'), 400)
-    _error(api.get('/traits?associated=yes', version='1.6'), 400)
-    _error(api.get('/traits?colour=blue', version='1.6'), 400)
+    error(api.get('/traits?name=HW_CPU_X86_AVX', version='1.6'), 400)
+    error(api.get('/traits?associated=yes', version='1.6'), 400)
+    error(api.get('/traits?colour=blue', version='1.6'), 400)
 
 
 def test_custom_trait_lifecycle(api):
@@ -80,30 +69,30 @@ def test_custom_trait_lifecycle(api):
     assert resp.status_int == 204
     assert 'Last-Modified' not in resp.headers
     assert api.delete('/traits/CUSTOM_GOLD', version='1.6').status_int == 204
-    _error(api.get('/traits/CUSTOM_GOLD', version='1.6'), 404)
-    _error(api.delete('/traits/CUSTOM_GOLD', version='1.6'), 404)
+    error(api.get('/traits/CUSTOM_GOLD', version='1.6'), 404)
+    error(api.delete('/traits/CUSTOM_GOLD', version='1.6'), 404)
 
 
 def test_put_trait_needs_custom_prefix(api):
-    _error(api.put('/traits/GOLD', version='1.6'), 400)
-    _error(api.put('/traits/CUSTOM_gold', version='1.6'), 400)
-    _error(api.put('/traits/CUSTOM_' + 'A' * 250, version='1.6'), 400)
+    error(api.put('/traits/GOLD', version='1.6'), 400)
+    error(api.put('/traits/CUSTOM_gold', version='1.6'), 400)
+    error(api.put('/traits/CUSTOM_' + 'A' * 250, version='1.6'), 400)
 
 
 def test_standard_trait_cannot_be_deleted(api):
-    err = _error(api.delete('/traits/HW_CPU_X86_AVX', version='1.6'), 400)
+    err = error(api.delete('/traits/HW_CPU_X86_AVX', version='1.6'), 400)
     assert 'standard' in err['detail']
 
 
 def test_trait_in_use_cannot_be_deleted(api):
-    _provider(api, RP1, 'cn1')
+    make_provider(api, 'cn1', uuid=RP1)
     assert api.put('/traits/CUSTOM_GOLD', version='1.6').status_int == 201
     assert _set(api, RP1, ['CUSTOM_GOLD'], 0).status_int == 200
-    _error(api.delete('/traits/CUSTOM_GOLD', version='1.6'), 409)
+    error(api.delete('/traits/CUSTOM_GOLD', version='1.6'), 409)
 
 
 def test_provider_traits_replace_and_clear(api):
-    _provider(api, RP1, 'cn1')
+    make_provider(api, 'cn1', uuid=RP1)
     resp = api.get('/resource_providers/%s/traits' % RP1, version='1.6')
     assert resp.status_int == 200
     assert resp.json == {'traits': [], 'resource_provider_generation': 0}
@@ -122,18 +111,18 @@ def test_provider_traits_replace_and_clear(api):
 
 
 def test_unchanged_traits_keep_the_generation(api):
-    _provider(api, RP1, 'cn1')
+    make_provider(api, 'cn1', uuid=RP1)
     assert _set(api, RP1, ['HW_CPU_X86_AVX'], 0).json['resource_provider_generation'] == 1
     resp = _set(api, RP1, ['HW_CPU_X86_AVX'], 1)
     assert resp.json['resource_provider_generation'] == 1
     # ... but the generation is still checked.
-    _error(_set(api, RP1, ['HW_CPU_X86_AVX'], 0, version='1.23'), 409,
+    error(_set(api, RP1, ['HW_CPU_X86_AVX'], 0, version='1.23'), 409,
            'placement.concurrent_update')
 
 
 def test_provider_traits_wrong_generation_is_409(api):
-    _provider(api, RP1, 'cn1')
-    _error(_set(api, RP1, ['HW_CPU_X86_AVX'], 5, version='1.23'), 409,
+    make_provider(api, 'cn1', uuid=RP1)
+    error(_set(api, RP1, ['HW_CPU_X86_AVX'], 5, version='1.23'), 409,
            'placement.concurrent_update')
     # Nothing was written.
     resp = api.get('/resource_providers/%s/traits' % RP1, version='1.6')
@@ -141,34 +130,34 @@ def test_provider_traits_wrong_generation_is_409(api):
 
 
 def test_provider_traits_unknown_trait_is_400(api):
-    _provider(api, RP1, 'cn1')
-    err = _error(_set(api, RP1, ['HW_CPU_X86_AVX', 'CUSTOM_NOPE'], 0), 400)
+    make_provider(api, 'cn1', uuid=RP1)
+    err = error(_set(api, RP1, ['HW_CPU_X86_AVX', 'CUSTOM_NOPE'], 0), 400)
     assert 'CUSTOM_NOPE' in err['detail']
     assert api.get('/resource_providers/%s' % RP1).json['generation'] == 0
 
 
 def test_provider_traits_bad_bodies(api):
-    _provider(api, RP1, 'cn1')
+    make_provider(api, 'cn1', uuid=RP1)
     path = '/resource_providers/%s/traits' % RP1
-    _error(api.put(path, {'traits': ['HW_CPU_X86_AVX']}, version='1.6'), 400)
-    _error(api.put(path, {'traits': 'HW_CPU_X86_AVX', 'resource_provider_generation': 0},
+    error(api.put(path, {'traits': ['HW_CPU_X86_AVX']}, version='1.6'), 400)
+    error(api.put(path, {'traits': 'HW_CPU_X86_AVX', 'resource_provider_generation': 0},
                    version='1.6'), 400)
-    _error(api.put(path, {'traits': [], 'resource_provider_generation': '0'},
+    error(api.put(path, {'traits': [], 'resource_provider_generation': '0'},
                    version='1.6'), 400)
-    _error(api.put(path, {'traits': [], 'resource_provider_generation': 0, 'x': 1},
+    error(api.put(path, {'traits': [], 'resource_provider_generation': 0, 'x': 1},
                    version='1.6'), 400)
-    _error(api.put(path, raw='[', version='1.6'), 400)
+    error(api.put(path, raw='[', version='1.6'), 400)
 
 
 def test_provider_traits_unknown_provider_is_404(api):
     path = '/resource_providers/%s/traits' % RP2
-    _error(api.get(path, version='1.6'), 404)
-    _error(_set(api, RP2, [], 0), 404)
-    _error(api.delete(path, version='1.6'), 404)
+    error(api.get(path, version='1.6'), 404)
+    error(_set(api, RP2, [], 0), 404)
+    error(api.delete(path, version='1.6'), 404)
 
 
 def test_deleting_a_provider_removes_its_traits(api):
-    _provider(api, RP1, 'cn1')
+    make_provider(api, 'cn1', uuid=RP1)
     assert api.put('/traits/CUSTOM_GOLD', version='1.6').status_int == 201
     assert _set(api, RP1, ['CUSTOM_GOLD'], 0).status_int == 200
     assert api.delete('/resource_providers/%s' % RP1).status_int == 204
@@ -176,7 +165,7 @@ def test_deleting_a_provider_removes_its_traits(api):
 
 
 def test_absurd_generation_is_409_not_500(api):
-    _provider(api, RP1, 'cn1')
+    make_provider(api, 'cn1', uuid=RP1)
     for generation in (2 ** 70, -2 ** 70):
-        _error(_set(api, RP1, ['HW_CPU_X86_AVX'], generation, version='1.23'), 409,
+        error(_set(api, RP1, ['HW_CPU_X86_AVX'], generation, version='1.23'), 409,
                'placement.concurrent_update')

@@ -4,16 +4,9 @@ import uuid
 import pytest
 
 from placement_server import errors
+from tests.functional.client import make_provider
 
 V = '1.39'
-
-
-def make_provider(api, name, inventories):
-    rp = api.post('/resource_providers', {'name': name}, version='1.20').json['uuid']
-    resp = api.put('/resource_providers/%s/inventories' % rp, {
-        'resource_provider_generation': 0, 'inventories': inventories}, version=V)
-    assert resp.status_int == 200, resp.body
-    return rp
 
 
 def claim(api, rp, resources, project, user, ctype=None):
