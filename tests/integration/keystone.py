@@ -12,7 +12,6 @@ import fcntl
 import os
 import shutil
 import subprocess
-import sys
 
 from keystoneauth1 import session as ks_session
 from keystoneauth1.identity import v3
@@ -60,20 +59,7 @@ def venv_bin(name):
 
 def ensure_venv():
     """Create (or reuse) keystone's virtualenv; return its path."""
-    marker = os.path.join(VENV, 'keystone-pins.txt')
-    wanted = '\n'.join(PINS) + '\n'
-    with open(VENV.rstrip('/') + '.lock', 'w') as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if upstream._read(marker) == wanted:
-            return VENV
-        if not os.path.exists(venv_bin('python')):
-            subprocess.run([sys.executable, '-m', 'venv', VENV], check=True,
-                           timeout=STEP_TIMEOUT)
-        subprocess.run([venv_bin('python'), '-m', 'pip', 'install', '-q'] + list(PINS),
-                       check=True, timeout=STEP_TIMEOUT, env=upstream.clean_env())
-        with open(marker, 'w') as f:
-            f.write(wanted)
-    return VENV
+    return upstream.ensure_venv(VENV, PINS, 'keystone-pins.txt', STEP_TIMEOUT)
 
 
 class Keystone:
