@@ -54,14 +54,6 @@ def set_for_provider(conn, uuid, aggregate_uuids, generation=None):
     if generation is not None:
         providers.check_generation(row, generation)
         new_generation = providers.increment_generation(conn, row['id'], generation)
-    wanted = set(ensure(conn, aggregate_uuids).values())
-    have = set(conn.scalars(sa.select(RPA.c.aggregate_id)
-                            .where(RPA.c.resource_provider_id == row['id'])))
-    if have - wanted:
-        conn.execute(RPA.delete().where(RPA.c.resource_provider_id == row['id'],
-                                        RPA.c.aggregate_id.in_(sorted(have - wanted))))
-    if wanted - have:
-        now = api.utcnow()
-        conn.execute(RPA.insert(), [{'resource_provider_id': row['id'], 'aggregate_id': a,
-                                     'created_at': now} for a in sorted(wanted - have)])
+    providers.replace_links(conn, RPA.c.aggregate_id, row['id'],
+                            set(ensure(conn, aggregate_uuids).values()))
     return new_generation

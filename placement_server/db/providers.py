@@ -62,6 +62,23 @@ def increment_generation(conn, provider_id, expected):
     return expected + 1
 
 
+def replace_links(conn, column, provider_id, wanted):
+    """Make the provider's rows in ``column``'s table (the provider-trait or
+    provider-aggregate links) name exactly the ids ``wanted``; returns
+    whether anything changed."""
+    link = column.table
+    mine = link.c.resource_provider_id == provider_id
+    have = set(conn.scalars(sa.select(column).where(mine)))
+    gone, new = have - wanted, wanted - have
+    if gone:
+        conn.execute(link.delete().where(mine, column.in_(sorted(gone))))
+    if new:
+        now = api.utcnow()
+        conn.execute(link.insert(), [{'resource_provider_id': provider_id, column.name: i,
+                                      'created_at': now} for i in sorted(new)])
+    return bool(gone or new)
+
+
 RPA = tables.resource_provider_aggregates
 RPT = tables.resource_provider_traits
 _PARENT = RP.alias('parent')

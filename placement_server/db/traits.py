@@ -79,17 +79,7 @@ def set_for_provider(conn, uuid, names, generation):
     row = providers.get(conn, uuid, for_update=True)
     providers.check_generation(row, generation)
     wanted = provider_filters.trait_ids(conn, set(names), 'No such trait %s')
-    have = set(conn.scalars(sa.select(RPT.c.trait_id)
-                            .where(RPT.c.resource_provider_id == row['id'])))
-    gone, new = have - set(wanted.values()), set(wanted.values()) - have
-    if gone:
-        conn.execute(RPT.delete().where(RPT.c.resource_provider_id == row['id'],
-                                        RPT.c.trait_id.in_(sorted(gone))))
-    if new:
-        now = api.utcnow()
-        conn.execute(RPT.insert(), [{'resource_provider_id': row['id'], 'trait_id': t,
-                                     'created_at': now} for t in sorted(new)])
-    if gone or new:
+    if providers.replace_links(conn, RPT.c.trait_id, row['id'], set(wanted.values())):
         return providers.increment_generation(conn, row['id'], generation)
     return generation
 
