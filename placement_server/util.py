@@ -80,6 +80,11 @@ def last_modified(*stamps):
     return max(stamps)
 
 
+def modified(row):
+    """A row's Last-Modified: its last update, else its creation."""
+    return row['updated_at'] or row['created_at']
+
+
 def json_response(req, body, status=200, modified=None, headers=None):
     """Render ``body`` as JSON; from 1.15 with Last-Modified and no-cache.
 

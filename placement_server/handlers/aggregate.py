@@ -21,7 +21,7 @@ def get_aggregates(req, uuid):
         row = providers.get(conn, uuid)
         rows = db.of_provider(conn, row['id'])
     return _render(req, [r['uuid'] for r in rows], row['generation'],
-                   util.last_modified(*(r['updated_at'] or r['created_at'] for r in rows)))
+                   util.last_modified(*map(util.modified, rows)))
 
 
 @util.since('1.1')

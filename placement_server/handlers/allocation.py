@@ -49,7 +49,7 @@ def _request(req, consumer_uuid, data):
 
 
 def _newest(rows):
-    return util.last_modified(*(r['updated_at'] or r['created_at'] for r in rows))
+    return util.last_modified(*map(util.modified, rows))
 
 
 def list_for_consumer(req, consumer_uuid):

@@ -19,10 +19,6 @@ def _render(row):
     return {f: row[f] for f in db.FIELDS}
 
 
-def _modified(row):
-    return row['updated_at'] or row['created_at']
-
-
 def _check_capacity(req, provider, inventories):
     db.check_capacity(provider['uuid'], inventories,
                       reserved_may_equal_total=req.version >= (1, 26))
@@ -50,12 +46,12 @@ def _send_all(req, generation, rows):
     body = {'resource_provider_generation': generation,
             'inventories': {rc: _render(row) for rc, row in rows.items()}}
     return util.json_response(
-        req, body, modified=util.last_modified(*map(_modified, rows.values())))
+        req, body, modified=util.last_modified(*map(util.modified, rows.values())))
 
 
 def _send_one(req, generation, row, status=200, headers=None):
     body = dict(_render(row), resource_provider_generation=generation)
-    return util.json_response(req, body, status=status, modified=_modified(row),
+    return util.json_response(req, body, status=status, modified=util.modified(row),
                               headers=headers)
 
 

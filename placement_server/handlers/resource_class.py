@@ -27,7 +27,7 @@ def list_resource_classes(req):
         rows = db.list_all(conn)
     return util.json_response(
         req, {'resource_classes': [_render(r) for r in rows]},
-        modified=util.last_modified(*(r['updated_at'] or r['created_at'] for r in rows)))
+        modified=util.last_modified(*map(util.modified, rows)))
 
 
 @util.since('1.2')
@@ -37,7 +37,7 @@ def get_resource_class(req, name):
     with req.db.reader() as conn:
         row = db.get(conn, name)
     return util.json_response(req, _render(row),
-                              modified=row['updated_at'] or row['created_at'])
+                              modified=util.modified(row))
 
 
 @util.since('1.2')

@@ -12,10 +12,6 @@ from placement_server.schemas import trait as schema
 _CUSTOM = re.compile(schema.CUSTOM_NAME)
 
 
-def _modified(row):
-    return row['updated_at'] or row['created_at']
-
-
 def _bodiless(req, status, modified, location=None):
     resp = util.no_content(status)
     if req.version >= (1, 15):
@@ -56,7 +52,7 @@ def list_traits(req):
     with req.db.reader() as conn:
         rows = db.list_names(conn, **filters)
     return util.json_response(req, {'traits': [r['name'] for r in rows]},
-                              modified=util.last_modified(*map(_modified, rows)))
+                              modified=util.last_modified(*map(util.modified, rows)))
 
 
 @util.since('1.6')
@@ -64,7 +60,7 @@ def get_trait(req, name):
     req.context.can('placement:traits:show')
     with req.db.reader() as conn:
         row = db.get(conn, name)
-    return _bodiless(req, 204, _modified(row))
+    return _bodiless(req, 204, util.modified(row))
 
 
 @util.since('1.6')
@@ -78,7 +74,7 @@ def put_trait(req, name):
             'characters: "A"-"Z", "0"-"9" and "_"')
     with req.db.writer() as conn:
         row, created = db.create(conn, name)
-    return _bodiless(req, 201 if created else 204, _modified(row),
+    return _bodiless(req, 201 if created else 204, util.modified(row),
                      location='/traits/%s' % name)
 
 
@@ -105,7 +101,7 @@ def get_provider_traits(req, uuid):
         row = providers.get(conn, uuid)
         rows = db.of_provider(conn, row['id'])
     return _provider_traits(req, [r['name'] for r in rows], row['generation'],
-                            util.last_modified(*map(_modified, rows)))
+                            util.last_modified(*map(util.modified, rows)))
 
 
 @util.since('1.6')
