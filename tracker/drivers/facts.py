@@ -37,10 +37,6 @@ class PciDevice:
     def is_vf(self):
         return self.physfn is not None
 
-    @property
-    def is_pf(self):
-        return bool(self.virtfns)
-
 
 @dataclasses.dataclass
 class Mdev:

@@ -32,10 +32,6 @@ def on_tree(allocations, tree_uuids):
     return {rp: res for rp, res in normalize(allocations).items() if rp in tree_uuids}
 
 
-def off_tree(allocations, tree_uuids):
-    return {rp: res for rp, res in normalize(allocations).items() if rp not in tree_uuids}
-
-
 def get_consumer(http, consumer):
     """The consumer's record; an empty one if it has no allocations."""
     resp = http.request('GET', '/allocations/%s' % consumer)
