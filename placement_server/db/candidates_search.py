@@ -342,20 +342,20 @@ def resourceless_providers(conn, query):
 
 def tree_members(conn, root_ids):
     """Rows (id, uuid, parent id, root id) of every provider in the given trees."""
-    rows = []
-    for chunk in chunks(root_ids):
-        rows += fetch_all(conn, sa.select(RP.c.id, RP.c.uuid, RP.c.parent_provider_id,
-                                          RP.c.root_provider_id)
-                          .where(among(RP.c.root_provider_id, chunk)), cached=False)
-    return rows
+    return _provider_rows(conn, RP.c.root_provider_id, root_ids)
 
 
 def providers_by_id(conn, ids):
+    """The same rows for the given providers."""
+    return _provider_rows(conn, RP.c.id, ids)
+
+
+def _provider_rows(conn, column, values):
     rows = []
-    for chunk in chunks(ids):
+    for chunk in chunks(values):
         rows += fetch_all(conn, sa.select(RP.c.id, RP.c.uuid, RP.c.parent_provider_id,
                                           RP.c.root_provider_id)
-                          .where(among(RP.c.id, chunk)), cached=False)
+                          .where(among(column, chunk)), cached=False)
     return rows
 
 
