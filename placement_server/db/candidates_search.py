@@ -191,23 +191,14 @@ def _with_room(resources):
             .having(sa.func.count() == len(resources)))
 
 
-def _having_traits(query):
-    conds = [RP.c.id.in_(sa.select(RPT.c.resource_provider_id)
-                         .where(RPT.c.trait_id.in_(sorted(any_of))))
-             for any_of in query.required]
-    if query.forbidden:
-        conds.append(RP.c.id.not_in(sa.select(RPT.c.resource_provider_id)
-                                    .where(RPT.c.trait_id.in_(sorted(query.forbidden)))))
-    return conds
-
-
-def _in_aggregates(query):
-    conds = [RP.c.id.in_(sa.select(RPA.c.resource_provider_id)
-                         .where(RPA.c.aggregate_id.in_(sorted(aggs))))
-             for aggs in query.member_of]
-    if query.forbidden_aggs:
-        conds.append(RP.c.id.not_in(sa.select(RPA.c.resource_provider_id)
-                                    .where(RPA.c.aggregate_id.in_(sorted(query.forbidden_aggs)))))
+def _linked(column, any_of_sets, forbidden):
+    """Conditions on RP.c.id: a link (``column``: a trait or aggregate id)
+    in each of ``any_of_sets``, and none in ``forbidden``."""
+    def holders(ids):
+        return sa.select(column.table.c.resource_provider_id).where(column.in_(sorted(ids)))
+    conds = [RP.c.id.in_(holders(any_of)) for any_of in any_of_sets]
+    if forbidden:
+        conds.append(RP.c.id.not_in(holders(forbidden)))
     return conds
 
 
@@ -218,8 +209,9 @@ def single_providers(conn, query, capacity_of=()):
     {provider: uuid}); the second only for the classes in ``capacity_of``
     (those other groups ask for too, whose amounts may add up).
     """
-    conds = [RP.c.id.in_(_with_room(query.resources))] + _having_traits(query)
-    conds += _in_aggregates(query)
+    conds = [RP.c.id.in_(_with_room(query.resources))]
+    conds += _linked(RPT.c.trait_id, query.required, query.forbidden)
+    conds += _linked(RPA.c.aggregate_id, query.member_of, query.forbidden_aggs)
     if query.tree_root is not None:
         conds.append(RP.c.root_provider_id == query.tree_root)
     roots, uuids = {}, {}
