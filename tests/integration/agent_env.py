@@ -185,3 +185,8 @@ def converged(placement, description):
         return (placement.tree(hostname) == expected_tree(description)
                 and placement.allocations(hostname) == expected_allocations(description))
     return check
+
+
+def drift_kinds(report):
+    """An audit --json report's drift as sorted (kind, name or uuid)."""
+    return sorted((d['kind'], d['name'] or d['uuid']) for d in report['drift'])
