@@ -160,7 +160,7 @@ def write(conn, requests):
     """Replace the allocations of every consumer in ``requests`` at once.
 
     Raises 400 (unknown provider or resource class), 409 (capacity,
-    constraints, missing inventory: placement.undefined; stale consumer
+    constraints, missing inventory: placement.undefined_code; stale consumer
     generation: placement.concurrent_update) or ProviderGenerationConflict.
     """
     class_ids = resource_classes.ids_by_name(
