@@ -28,7 +28,7 @@ def server(conf, host, agent, transport=None):
     transport = transport or oslo_messaging.get_rpc_transport(conf)
     target = oslo_messaging.Target(topic=TOPIC, server=host)
     rpc_server = oslo_messaging.get_rpc_server(
-        transport, target, [TrackerEndpoint(agent)], executor='threading',
+        transport, target, [TrackerEndpoint(agent)],
         access_policy=oslo_messaging.DefaultRPCAccessPolicy)
     return rpc_server
 
