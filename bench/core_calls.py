@@ -91,15 +91,9 @@ def main(argv=None):
         results = harness.side_by_side(
             engine, workload(args.providers, args.list_repeats), args.workers,
             servers=args.server or ('ours', 'upstream'))
-        harness.save(os.path.join(harness.TOP, 'bench', 'results',
-                                  'core_calls-%s.json' % engine), results)
-        print('\n### %s, %d providers, %d gunicorn workers\n'
-              % (engine, args.providers, args.workers))
-        print(harness.latency_table(results, CALLS))
-        for name, result in sorted(results.items()):
-            print('\n%s: RSS per worker %s MiB%s' % (
-                name, result.get('rss_mib_per_worker'),
-                ('; ERROR ' + result['error']) if 'error' in result else ''))
+        harness.publish('core_calls-%s' % engine, results, CALLS,
+                        '%s, %d providers, %d gunicorn workers'
+                        % (engine, args.providers, args.workers))
 
 
 if __name__ == '__main__':

@@ -220,3 +220,15 @@ def save(path, data):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, 'w') as f:
         json.dump(data, f, indent=1, sort_keys=True)
+
+
+def publish(result_name, results, calls, heading):
+    """Save ``results`` as bench/results/<result_name>.json and print the
+    latency table and each server's memory under ``heading``."""
+    save(os.path.join(TOP, 'bench', 'results', result_name + '.json'), results)
+    print('\n### %s\n' % heading)
+    print(latency_table(results, calls))
+    for name, result in sorted(results.items()):
+        print('\n%s: RSS per worker %s MiB%s' % (
+            name, result.get('rss_mib_per_worker'),
+            ('; ERROR ' + result['error']) if 'error' in result else ''))
