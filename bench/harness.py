@@ -10,9 +10,12 @@ latency, ours / upstream for throughput: above 1 means ours is better).
 """
 import concurrent.futures
 import contextlib
+import csv
 import json
 import os
+import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -109,6 +112,42 @@ class Client:
                                     headers=headers, timeout=300)
         return time.perf_counter() - start, resp
 
+    def curl(self, path, version=None):
+        """(seconds, HTTP status) of one GET timed by curl itself, as the
+        upstream gate times its single requests (``time curl``); a client
+        in C keeps the client's own cost out of the server's latency."""
+        out = subprocess.run(
+            ['curl', '-s', '-o', '/dev/null', '-w', '%{http_code} %{time_total}',
+             *self._header_args(version), self.base + path],
+            capture_output=True, text=True, check=True).stdout.split()
+        return float(out[1]), int(out[0])
+
+    def apache_bench(self, path, requests, concurrency, version=None):
+        """``ab -n requests -c concurrency`` on one GET, as the gate loads
+        the server. Returns (per-request milliseconds, wall seconds, count
+        of failed or non-2xx responses)."""
+        with tempfile.NamedTemporaryFile(suffix='.tsv') as tsv:
+            proc = subprocess.run(
+                ['ab', '-q', '-n', str(requests), '-c', str(concurrency), '-g', tsv.name,
+                 *self._header_args(version), self.base + path],
+                capture_output=True, text=True)
+            if proc.returncode:
+                raise RuntimeError('ab failed: %s' % (proc.stderr or proc.stdout)[-500:])
+            with open(tsv.name) as f:
+                ms = [float(row['ttime']) for row in csv.DictReader(f, delimiter='\t')]
+        report = proc.stdout
+        wall = float(re.search(r'Time taken for tests:\s+([\d.]+)', report).group(1))
+        bad = sum(int(m) for m in re.findall(
+            r'(?:Failed requests|Non-2xx responses):\s+(\d+)', report))
+        return ms, wall, bad
+
+    def _header_args(self, version):
+        """-H arguments (curl and ab spell them alike)."""
+        headers = dict(self.headers)
+        if version:
+            headers['OpenStack-API-Version'] = 'placement %s' % version
+        return [arg for k, v in headers.items() for arg in ('-H', '%s: %s' % (k, v))]
+
     def rss_per_worker(self):
         """Resident memory (MiB) of each gunicorn worker."""
         master = psutil.Process(self.server.proc.pid)
@@ -124,10 +163,13 @@ class Samples:
         self._lock = threading.Lock()
 
     def add(self, seconds, resp):
+        self.add_status(seconds, resp.status_code)
+        return resp
+
+    def add_status(self, seconds, status):
         with self._lock:   # concurrent clients add to one Samples
             self.seconds.append(seconds)
-            self.statuses[resp.status_code] = self.statuses.get(resp.status_code, 0) + 1
-        return resp
+            self.statuses[status] = self.statuses.get(status, 0) + 1
 
     def ok(self):
         return bool(self.seconds) and all(200 <= s < 300 for s in self.statuses)
