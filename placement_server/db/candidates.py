@@ -83,10 +83,18 @@ def _group_query(conn, group, rc_ids, trait_ids, agg_ids):
         tree_root=tree_root)
 
 
+def lone_candidates(query, providers):
+    """One candidate per provider, each taking the whole group."""
+    classes = sorted(query.resources.items())
+    return [combine.Candidate({(rp, rc): amount for rc, amount in classes},
+                              {query.suffix: [rp]})
+            for rp in sorted(providers)]
+
+
 class _Search:
     """The per-request state shared by the groups' searches."""
 
-    def __init__(self, conn, request, queries):
+    def __init__(self, conn, request, queries, names):
         self.conn = conn
         self.request = request
         # Classes several groups ask for: only there can amounts add up
@@ -97,7 +105,7 @@ class _Search:
             self.shared_classes |= seen & set(query.resources)
             seen |= set(query.resources)
         self._tree_rows = {}
-        self.sharing, self.trees = search.deployment_shape(conn)
+        self.sharing, self.trees = names.sharing, names.trees
         # Without trees or sharing providers every group is one provider.
         self.spread_needed = bool(self.sharing) or self.trees
         self.root_of = {}
@@ -125,10 +133,7 @@ class _Search:
         found, _, uuids = search.single_providers(self.conn, query)
         self.root_of.update(found)
         self.uuid_of.update(uuids)
-        classes = sorted(query.resources.items())
-        return [combine.Candidate({(rp, rc): amount for rc, amount in classes},
-                                  {query.suffix: [rp]})
-                for rp in sorted(found)]
+        return lone_candidates(query, found)
 
     def options(self, query):
         if not query.resources:
@@ -187,18 +192,19 @@ MAX_AMOUNT = 2147483647
 
 def find(conn, request, randomize=False, max_candidates=-1):
     """The Result for a CandidateRequest (see candidates_request)."""
-    rc_ids, trait_ids, agg_ids = search.resolve_names(
+    names = search.resolve(
         conn, request.all_classes(), request.all_traits(),
         {u for g in request.groups.values() for s in g.member_of + [g.forbidden_aggs]
          for u in s})
     if any(a > MAX_AMOUNT for g in request.groups.values() for a in g.resources.values()):
         return EMPTY
     try:
-        queries = [_group_query(conn, g, rc_ids, trait_ids, agg_ids)
+        queries = [_group_query(conn, g, names.classes, names.traits, names.aggregates)
                    for g in request.groups.values()]
     except _NoMatch:
         return EMPTY
-    state = _Search(conn, request, queries)
+    class_names = {v: k for k, v in names.classes.items()}
+    state = _Search(conn, request, queries, names)
     stop_after = None
     if request.limit and not randomize:
         stop_after = request.limit
@@ -207,15 +213,27 @@ def find(conn, request, randomize=False, max_candidates=-1):
     lone = queries[0] if len(queries) == 1 else None
     if (lone is not None and lone.resources and (lone.granular or not state.spread_needed)
             and not (request.root_required or request.root_forbidden)):
+        if not state.trees and not request.limit and stop_after is None:
+            return _lone_answer(conn, lone, randomize, class_names)
         candidates = state.lone_group(lone)[:stop_after]
     else:
-        candidates = _combined(conn, request, state, queries, trait_ids, stop_after)
+        candidates = _combined(conn, request, state, queries, names.traits, stop_after)
     if randomize:
         random.shuffle(candidates)
     if request.limit:
         candidates = candidates[:request.limit]
-    return _with_summaries(conn, request, candidates, state,
-                           {v: k for k, v in rc_ids.items()})
+    return _with_summaries(conn, request, candidates, state, class_names)
+
+
+def _lone_answer(conn, query, randomize, class_names):
+    """One group, every provider its own tree, every match shown: the
+    candidates and their summaries come from one statement."""
+    uuids, resources, traits = search.lone_answer(conn, query)
+    candidates = lone_candidates(query, uuids)
+    if randomize:
+        random.shuffle(candidates)
+    return Result(candidates, {rp: (uuid, None, rp) for rp, uuid in uuids.items()},
+                  {rp: (resources[rp], traits[rp]) for rp in uuids}, class_names)
 
 
 def _combined(conn, request, state, queries, trait_ids, stop_after):

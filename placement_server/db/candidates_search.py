@@ -6,6 +6,9 @@ and step_size are checked in SQL, with usage summed per provider and class
 in a derived table joined once, and trait and aggregate filters are
 semi-joins. Python only combines what comes back.
 """
+import dataclasses
+import functools
+
 import os_traits
 import sqlalchemy as sa
 
@@ -79,24 +82,56 @@ def _in_all_aggregate_sets(rp_col, member_of):
     return sa.and_(*[_in_any_aggregate(rp_col, s) for s in member_of])
 
 
-def resolve_names(conn, classes, traits, aggregates):
-    """Ids of resource classes, traits and aggregates, in one round trip.
+def _names_statement():
+    """Ids of the names a request uses, and the deployment's shape.
 
-    Returns ({class: id}, {trait: id}, {aggregate uuid: id}); an unknown
-    class or trait is a 400 (an unknown aggregate just matches nothing).
+    One constant statement (lists are expanding parameters, so it compiles
+    once per worker): rows ('c', class name, id), ('t', trait, id),
+    ('a', aggregate uuid, id), ('s', NULL, sharing provider id) and at most
+    one ('n', NULL, id) if any provider has a parent.
     """
     rc, trait, agg = tables.resource_classes, tables.traits, tables.placement_aggregates
-    parts = [sa.select(sa.literal('c').label('kind'), rc.c.name, rc.c.id)
-             .where(rc.c.name.in_(sorted(classes)))]
-    if traits:
-        parts.append(sa.select(sa.literal('t'), trait.c.name, trait.c.id)
-                     .where(trait.c.name.in_(sorted(traits))))
-    if aggregates:
-        parts.append(sa.select(sa.literal('a'), agg.c.uuid, agg.c.id)
-                     .where(agg.c.uuid.in_(sorted(aggregates))))
-    found = {'c': {}, 't': {}, 'a': {}}
-    for kind, name, id_ in conn.execute(sa.union_all(*parts)):
-        found[kind][name] = id_
+    child = (sa.select(RP.c.id).where(RP.c.parent_provider_id.is_not(None))
+             .limit(1).subquery('child'))
+
+    def named(kind, name_col, id_col, param):
+        return (sa.select(sa.literal(kind).label('kind'), name_col.label('name'),
+                          id_col.label('id'))
+                .where(name_col.in_(sa.bindparam(param, expanding=True))))
+    return sa.union_all(
+        named('c', rc.c.name, rc.c.id, 'classes'),
+        named('t', trait.c.name, trait.c.id, 'traits'),
+        named('a', agg.c.uuid, agg.c.id, 'aggregates'),
+        sa.select(sa.literal('s'), sa.null(), RPT.c.resource_provider_id)
+        .join(trait, trait.c.id == RPT.c.trait_id)
+        .where(trait.c.name == os_traits.MISC_SHARES_VIA_AGGREGATE),
+        sa.select(sa.literal('n'), sa.null(), child.c.id))
+
+
+NAMES = _names_statement()
+
+
+@dataclasses.dataclass
+class Names:
+    """What ``resolve`` found: ids by name, and the deployment's shape."""
+    classes: dict       # {class name: id}
+    traits: dict        # {trait name: id}
+    aggregates: dict    # {aggregate uuid: id}
+    sharing: dict       # {sharing provider id: set of its aggregate ids}
+    trees: bool         # whether any tree has more than one provider
+
+
+def resolve(conn, classes, traits, aggregates):
+    """Names for a request, in one round trip (two when providers share).
+
+    An unknown class or trait is a 400; an unknown aggregate just matches
+    nothing.
+    """
+    found = {'c': {}, 't': {}, 'a': {}, 's': {}, 'n': {}}
+    for kind, name, id_ in conn.execute(NAMES, {'classes': sorted(classes),
+                                                'traits': sorted(traits),
+                                                'aggregates': sorted(aggregates)}):
+        found[kind][name if kind in 'cta' else id_] = id_
     for name in sorted(classes):
         if name not in found['c']:
             raise errors.BadRequest('Invalid resource class in resources parameter: '
@@ -104,34 +139,17 @@ def resolve_names(conn, classes, traits, aggregates):
     missing = sorted(set(traits) - set(found['t']))
     if missing:
         raise errors.BadRequest('No such trait(s): %s.' % ', '.join(missing))
-    return found['c'], found['t'], found['a']
+    sharing = {rp: set() for rp in found['s']}
+    if sharing:
+        for rp, agg in conn.execute(sa.select(RPA.c.resource_provider_id, RPA.c.aggregate_id)
+                                    .where(RPA.c.resource_provider_id.in_(sorted(sharing)))):
+            sharing[rp].add(agg)
+    return Names(found['c'], found['t'], found['a'], sharing, bool(found['n']))
 
 
 def root_of_uuid(conn, uuid):
     return conn.execute(sa.select(RP.c.root_provider_id)
                         .where(RP.c.uuid == uuid)).scalar()
-
-
-def deployment_shape(conn):
-    """(sharing providers as {id: set of aggregate ids}, whether any tree
-    has more than one provider), in one round trip when nothing shares."""
-    shares = (sa.select(sa.literal('s').label('kind'), RPT.c.resource_provider_id)
-              .join(tables.traits, tables.traits.c.id == RPT.c.trait_id)
-              .where(tables.traits.c.name == os_traits.MISC_SHARES_VIA_AGGREGATE))
-    child = (sa.select(RP.c.id).where(RP.c.parent_provider_id.is_not(None))
-             .limit(1).subquery('child'))
-    sharing, trees = {}, False
-    for kind, rp in conn.execute(sa.union_all(
-            shares, sa.select(sa.literal('t'), child.c.id))):
-        if kind == 's':
-            sharing[rp] = set()
-        else:
-            trees = True
-    if sharing:
-        for rp, agg in conn.execute(sa.select(RPA.c.resource_provider_id, RPA.c.aggregate_id)
-                                    .where(RPA.c.resource_provider_id.in_(sorted(sharing)))):
-            sharing[rp].add(agg)
-    return sharing, trees
 
 
 def sharing_anchors(conn, sharing_ids):
@@ -202,6 +220,36 @@ def _linked(column, any_of_sets, forbidden):
     return conds
 
 
+def _group_key(query):
+    """A hashable form of a group's filters, for the statement memos."""
+    return (tuple(sorted(query.resources.items())),
+            tuple(sorted(tuple(sorted(s)) for s in query.required)),
+            tuple(sorted(query.forbidden)),
+            tuple(sorted(tuple(sorted(s)) for s in query.member_of)),
+            tuple(sorted(query.forbidden_aggs)), query.tree_root)
+
+
+@functools.lru_cache(maxsize=256)
+def _single_conditions(key):
+    """Conditions on RP of a provider that alone satisfies a group.
+
+    Memoized on the group's filters: building a statement costs more
+    Python than running it here, and schedulers repeat their requests.
+    """
+    resources, required, forbidden, member_of, forbidden_aggs, tree_root = key
+    conds = [RP.c.id.in_(_with_room(dict(resources)))]
+    conds += _linked(RPT.c.trait_id, required, forbidden)
+    conds += _linked(RPA.c.aggregate_id, member_of, forbidden_aggs)
+    if tree_root is not None:
+        conds.append(RP.c.root_provider_id == tree_root)
+    return tuple(conds)
+
+
+@functools.lru_cache(maxsize=256)
+def _single_statement(key):
+    return sa.select(RP.c.id, RP.c.root_provider_id, RP.c.uuid).where(*_single_conditions(key))
+
+
 def single_providers(conn, query, capacity_of=()):
     """Providers that alone satisfy a group: every class, trait and aggregate.
 
@@ -209,19 +257,39 @@ def single_providers(conn, query, capacity_of=()):
     {provider: uuid}); the second only for the classes in ``capacity_of``
     (those other groups ask for too, whose amounts may add up).
     """
-    conds = [RP.c.id.in_(_with_room(query.resources))]
-    conds += _linked(RPT.c.trait_id, query.required, query.forbidden)
-    conds += _linked(RPA.c.aggregate_id, query.member_of, query.forbidden_aggs)
-    if query.tree_root is not None:
-        conds.append(RP.c.root_provider_id == query.tree_root)
     roots, uuids = {}, {}
-    for rp, root, uuid in fetch_all(conn, sa.select(RP.c.id, RP.c.root_provider_id, RP.c.uuid)
-                                    .where(*conds)):
+    for rp, root, uuid in fetch_all(conn, _single_statement(_group_key(query))):
         roots[rp] = root
         uuids[rp] = uuid
     wanted = set(capacity_of) & set(query.resources)
     capacity = capacities(conn, roots, wanted) if wanted and roots else {}
     return roots, capacity, uuids
+
+
+@functools.lru_cache(maxsize=256)
+def _answer_statement(key):
+    """The whole answer to a lone group in a flat deployment: the matching
+    providers ('p', id, uuid) with their summary rows (see _summary_rows)."""
+    match = sa.select(RP.c.id, RP.c.uuid).where(*_single_conditions(key)).cte('match')
+    nulls = [sa.null()] * 4
+    return sa.union_all(
+        sa.select(sa.literal('p').label('kind'), match.c.id, match.c.uuid, *nulls),
+        *_summary_rows(lambda column: column.in_(sa.select(match.c.id))))
+
+
+def lone_answer(conn, query):
+    """Every provider that alone satisfies ``query`` (a deployment without
+    trees), with its summary, in one statement.
+
+    Returns ({provider: uuid}, resources, traits) as ``summaries_data``.
+    """
+    uuids, rows = {}, []
+    for row in fetch_all(conn, _answer_statement(_group_key(query))):
+        if row[0] == 'p':
+            uuids[row[1]] = row[2]
+        else:
+            rows.append(row)
+    return (uuids, *_gather_summaries(uuids, rows))
 
 
 def capacities(conn, rp_ids, rc_ids):
@@ -332,56 +400,107 @@ def resourceless_providers(conn, query):
     return dict(conn.execute(sa.select(RP.c.id, RP.c.root_provider_id).where(*conds)).all())
 
 
+class ByIds:
+    """A statement over one list of provider ids, compiled once per dialect.
+
+    ``build(holds)`` makes the statement, with ``holds(column)`` wherever it
+    filters a provider column by the ids. The ids (integers read from the
+    database) are written into the SQL text when it runs: compiling a
+    statement per id list, or binding thousands of parameters, costs more
+    than the query.
+    """
+    _MARK = '__provider_ids__'
+
+    def __init__(self, build):
+        self._build = build
+        self._sql = {}
+
+    def rows(self, conn, ids):
+        sql = self._sql.get(conn.dialect.name)
+        if sql is None:
+            stmt = self._build(
+                lambda column: column.op('IN')(sa.literal_column('(%s)' % self._MARK)))
+            sql = str(stmt.compile(dialect=conn.dialect,
+                                   compile_kwargs={'literal_binds': True}))
+            # Run without parameters, so no driver reads '%' as one.
+            assert '%' not in sql, sql
+            self._sql[conn.dialect.name] = sql
+        rows = []
+        for chunk in chunks(ids):
+            result = conn.exec_driver_sql(sql.replace(self._MARK, ','.join(map(str, chunk))))
+            try:
+                rows += result.cursor.fetchall()
+            finally:
+                result.close()
+        return rows
+
+
+def _provider_rows(holds):
+    return sa.select(RP.c.id, RP.c.uuid, RP.c.parent_provider_id,
+                     RP.c.root_provider_id).where(holds)
+
+
+_TREE_MEMBERS = ByIds(lambda holds: _provider_rows(holds(RP.c.root_provider_id)))
+_PROVIDERS = ByIds(lambda holds: _provider_rows(holds(RP.c.id)))
+
+
 def tree_members(conn, root_ids):
     """Rows (id, uuid, parent id, root id) of every provider in the given trees."""
-    return _provider_rows(conn, RP.c.root_provider_id, root_ids)
+    return _TREE_MEMBERS.rows(conn, root_ids)
 
 
 def providers_by_id(conn, ids):
     """The same rows for the given providers."""
-    return _provider_rows(conn, RP.c.id, ids)
+    return _PROVIDERS.rows(conn, ids)
 
 
-def _provider_rows(conn, column, values):
-    rows = []
-    for chunk in chunks(values):
-        rows += fetch_all(conn, sa.select(RP.c.id, RP.c.uuid, RP.c.parent_provider_id,
-                                          RP.c.root_provider_id)
-                          .where(among(column, chunk)), cached=False)
-    return rows
-
-
-def summaries_data(conn, rp_ids):
-    """Inventories with usage, and trait names, of the given providers.
-
-    Two queries per chunk of providers (each one round trip to the
-    database). Returns ({provider: {class name: (capacity, used)}},
-    {provider: [trait]}).
-    """
+def _summary_rows(holds):
+    """Selects of the inventories (with usage) and traits of the providers
+    ``holds(column)`` selects, as rows (kind, provider, name, total,
+    reserved, allocation ratio, used): kind 'i' for an inventory, 't' for a
+    trait (with nulls for the numbers)."""
     rc, trait = tables.resource_classes, tables.traits
+    usage = (sa.select(ALLOC.c.resource_provider_id.label('rp'),
+                       ALLOC.c.resource_class_id.label('rc'),
+                       sa.func.sum(ALLOC.c.used).label('used'))
+             .where(holds(ALLOC.c.resource_provider_id))
+             .group_by(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id)
+             .subquery('usage'))
+    inventories = (
+        sa.select(sa.literal('i').label('kind'), INV.c.resource_provider_id, rc.c.name,
+                  INV.c.total, INV.c.reserved, INV.c.allocation_ratio,
+                  sa.func.coalesce(usage.c.used, 0))
+        .select_from(INV.join(rc, rc.c.id == INV.c.resource_class_id)
+                     .outerjoin(usage, sa.and_(usage.c.rp == INV.c.resource_provider_id,
+                                               usage.c.rc == INV.c.resource_class_id)))
+        .where(holds(INV.c.resource_provider_id)))
+    traits = (sa.select(sa.literal('t'), RPT.c.resource_provider_id, trait.c.name,
+                        *[sa.null()] * 4)
+              .join(trait, trait.c.id == RPT.c.trait_id)
+              .where(holds(RPT.c.resource_provider_id)))
+    return inventories, traits
+
+
+_SUMMARIES = ByIds(lambda holds: sa.union_all(*_summary_rows(holds)))
+
+
+def _gather_summaries(rp_ids, rows):
     resources = {rp: {} for rp in rp_ids}
     traits = {rp: [] for rp in rp_ids}
-    for chunk in chunks(rp_ids):
-        usage = (sa.select(ALLOC.c.resource_provider_id.label('rp'),
-                           ALLOC.c.resource_class_id.label('rc'),
-                           sa.func.sum(ALLOC.c.used).label('used'))
-                 .where(among(ALLOC.c.resource_provider_id, chunk))
-                 .group_by(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id)
-                 .subquery('usage'))
-        for rp, name, total, reserved, ratio, used in fetch_all(conn, cached=False, stmt=(
-                sa.select(INV.c.resource_provider_id, rc.c.name, INV.c.total, INV.c.reserved,
-                          INV.c.allocation_ratio, sa.func.coalesce(usage.c.used, 0))
-                .select_from(INV.join(rc, rc.c.id == INV.c.resource_class_id)
-                             .outerjoin(usage, sa.and_(
-                                 usage.c.rp == INV.c.resource_provider_id,
-                                 usage.c.rc == INV.c.resource_class_id)))
-                .where(among(INV.c.resource_provider_id, chunk)))):
+    for kind, rp, name, total, reserved, ratio, used in rows:
+        if kind == 'i':
             resources[rp][name] = (int((total - reserved) * ratio), int(used))
-        for rp, name in fetch_all(conn, cached=False, stmt=(
-                sa.select(RPT.c.resource_provider_id, trait.c.name)
-                .join(trait, trait.c.id == RPT.c.trait_id)
-                .where(among(RPT.c.resource_provider_id, chunk)))):
+        else:
             traits[rp].append(name)
     for names in traits.values():
         names.sort()
     return resources, traits
+
+
+def summaries_data(conn, rp_ids):
+    """Inventories with usage, and trait names, of the given providers, in
+    one statement per chunk of providers.
+
+    Returns ({provider: {class name: (capacity, used)}}, {provider: [trait]}).
+    """
+    return _gather_summaries(rp_ids, _SUMMARIES.rows(conn, rp_ids))
