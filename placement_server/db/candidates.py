@@ -83,14 +83,6 @@ def _group_query(conn, group, rc_ids, trait_ids, agg_ids):
         tree_root=tree_root)
 
 
-def lone_candidates(query, providers):
-    """One candidate per provider, each taking the whole group."""
-    classes = sorted(query.resources.items())
-    return [combine.Candidate({(rp, rc): amount for rc, amount in classes},
-                              {query.suffix: [rp]})
-            for rp in sorted(providers)]
-
-
 class _Search:
     """The per-request state shared by the groups' searches."""
 
@@ -133,7 +125,10 @@ class _Search:
         found, _, uuids = search.single_providers(self.conn, query)
         self.root_of.update(found)
         self.uuid_of.update(uuids)
-        return lone_candidates(query, found)
+        classes = sorted(query.resources.items())
+        return [combine.Candidate({(rp, rc): amount for rc, amount in classes},
+                                  {query.suffix: [rp]})
+                for rp in sorted(found)]
 
     def options(self, query):
         if not query.resources:
@@ -213,8 +208,6 @@ def find(conn, request, randomize=False, max_candidates=-1):
     lone = queries[0] if len(queries) == 1 else None
     if (lone is not None and lone.resources and (lone.granular or not state.spread_needed)
             and not (request.root_required or request.root_forbidden)):
-        if not state.trees and not request.limit and stop_after is None:
-            return _lone_answer(conn, lone, randomize, class_names)
         candidates = state.lone_group(lone)[:stop_after]
     else:
         candidates = _combined(conn, request, state, queries, names.traits, stop_after)
@@ -223,17 +216,6 @@ def find(conn, request, randomize=False, max_candidates=-1):
     if request.limit:
         candidates = candidates[:request.limit]
     return _with_summaries(conn, request, candidates, state, class_names)
-
-
-def _lone_answer(conn, query, randomize, class_names):
-    """One group, every provider its own tree, every match shown: the
-    candidates and their summaries come from one statement."""
-    uuids, resources, traits = search.lone_answer(conn, query)
-    candidates = lone_candidates(query, uuids)
-    if randomize:
-        random.shuffle(candidates)
-    return Result(candidates, {rp: (uuid, None, rp) for rp, uuid in uuids.items()},
-                  {rp: (resources[rp], traits[rp]) for rp in uuids}, class_names)
 
 
 def _combined(conn, request, state, queries, trait_ids, stop_after):

@@ -38,12 +38,20 @@ def _provider_summaries(result, request, uuid):
     with_traits = version >= (1, 17)
     with_tree = version >= (1, 29)
     requested = request.all_classes()
+    # Providers mostly show the same figures: one {'capacity', 'used'}
+    # object per distinct pair, shared, saves building thousands of equal
+    # dicts (the JSON encoder writes each out anyway).
+    shared = {}
     summaries = {}
     for rp, (resources, traits) in result.summaries.items():
-        summary = {'resources': {
-            name: {'capacity': capacity, 'used': used}
-            for name, (capacity, used) in resources.items()
-            if every_class or name in requested}}
+        shown = {}
+        for name, pair in resources.items():
+            if every_class or name in requested:
+                amounts = shared.get(pair)
+                if amounts is None:
+                    amounts = shared[pair] = {'capacity': pair[0], 'used': pair[1]}
+                shown[name] = amounts
+        summary = {'resources': shown}
         if with_traits:
             summary['traits'] = traits
         if with_tree:

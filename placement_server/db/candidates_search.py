@@ -230,8 +230,8 @@ def _group_key(query):
 
 
 @functools.lru_cache(maxsize=256)
-def _single_conditions(key):
-    """Conditions on RP of a provider that alone satisfies a group.
+def _single_statement(key):
+    """Providers that alone satisfy a group, as (id, root id, uuid).
 
     Memoized on the group's filters: building a statement costs more
     Python than running it here, and schedulers repeat their requests.
@@ -242,12 +242,7 @@ def _single_conditions(key):
     conds += _linked(RPA.c.aggregate_id, member_of, forbidden_aggs)
     if tree_root is not None:
         conds.append(RP.c.root_provider_id == tree_root)
-    return tuple(conds)
-
-
-@functools.lru_cache(maxsize=256)
-def _single_statement(key):
-    return sa.select(RP.c.id, RP.c.root_provider_id, RP.c.uuid).where(*_single_conditions(key))
+    return sa.select(RP.c.id, RP.c.root_provider_id, RP.c.uuid).where(*conds)
 
 
 def single_providers(conn, query, capacity_of=()):
@@ -264,32 +259,6 @@ def single_providers(conn, query, capacity_of=()):
     wanted = set(capacity_of) & set(query.resources)
     capacity = capacities(conn, roots, wanted) if wanted and roots else {}
     return roots, capacity, uuids
-
-
-@functools.lru_cache(maxsize=256)
-def _answer_statement(key):
-    """The whole answer to a lone group in a flat deployment: the matching
-    providers ('p', id, uuid) with their summary rows (see _summary_rows)."""
-    match = sa.select(RP.c.id, RP.c.uuid).where(*_single_conditions(key)).cte('match')
-    nulls = [sa.null()] * 4
-    return sa.union_all(
-        sa.select(sa.literal('p').label('kind'), match.c.id, match.c.uuid, *nulls),
-        *_summary_rows(lambda column: column.in_(sa.select(match.c.id))))
-
-
-def lone_answer(conn, query):
-    """Every provider that alone satisfies ``query`` (a deployment without
-    trees), with its summary, in one statement.
-
-    Returns ({provider: uuid}, resources, traits) as ``summaries_data``.
-    """
-    uuids, rows = {}, []
-    for row in fetch_all(conn, _answer_statement(_group_key(query))):
-        if row[0] == 'p':
-            uuids[row[1]] = row[2]
-        else:
-            rows.append(row)
-    return (uuids, *_gather_summaries(uuids, rows))
 
 
 def capacities(conn, rp_ids, rc_ids):
@@ -311,10 +280,14 @@ def capacities(conn, rp_ids, rc_ids):
 
 
 def _fits(inv, used, amount):
+    # "step_size = 1 OR ..." says the same as the modulo alone, but a
+    # planner can estimate it from the column's statistics (almost every
+    # step is 1); it guesses an expression equality matches 0.5% of rows,
+    # and then plans the joins after it for a handful of providers.
     return [used + amount <= (inv.c.total - inv.c.reserved) * inv.c.allocation_ratio,
             inv.c.min_unit <= amount,
             inv.c.max_unit >= amount,
-            sa.literal(amount) % inv.c.step_size == 0]
+            sa.or_(inv.c.step_size == 1, sa.literal(amount) % inv.c.step_size == 0)]
 
 
 def providers_per_class(conn, query):
@@ -410,6 +383,10 @@ class ByIds:
     than the query.
     """
     _MARK = '__provider_ids__'
+    # PostgreSQL estimates each element of an IN list on its own when it
+    # plans (2 ms per 1000 ids); the elements of one array, unnested, it
+    # counts and hashes.
+    _LIST = {'postgresql': "SELECT unnest('{%s}'::integer[])"}
 
     def __init__(self, build):
         self._build = build
@@ -425,9 +402,11 @@ class ByIds:
             # Run without parameters, so no driver reads '%' as one.
             assert '%' not in sql, sql
             self._sql[conn.dialect.name] = sql
+        id_list = self._LIST.get(conn.dialect.name, '%s')
         rows = []
         for chunk in chunks(ids):
-            result = conn.exec_driver_sql(sql.replace(self._MARK, ','.join(map(str, chunk))))
+            result = conn.exec_driver_sql(
+                sql.replace(self._MARK, id_list % ','.join(map(str, chunk))))
             try:
                 rows += result.cursor.fetchall()
             finally:
@@ -455,30 +434,33 @@ def providers_by_id(conn, ids):
 
 
 def _summary_rows(holds):
-    """Selects of the inventories (with usage) and traits of the providers
-    ``holds(column)`` selects, as rows (kind, provider, name, total,
-    reserved, allocation ratio, used): kind 'i' for an inventory, 't' for a
-    trait (with nulls for the numbers)."""
+    """Selects of the inventories, usage and traits of the providers
+    ``holds(column)`` selects, as rows (kind, provider, name, amount,
+    reserved, allocation ratio): kind 'i' for an inventory (amount is its
+    total), 'u' for the usage of one class (amount is the sum used), 't'
+    for a trait, with nulls where a kind has no value.
+
+    Usage comes as rows of its own rather than joined to the inventories:
+    with the providers given by a subquery, planners badly underestimate
+    how many there are and would match every inventory against every usage
+    row.
+    """
     rc, trait = tables.resource_classes, tables.traits
-    usage = (sa.select(ALLOC.c.resource_provider_id.label('rp'),
-                       ALLOC.c.resource_class_id.label('rc'),
-                       sa.func.sum(ALLOC.c.used).label('used'))
-             .where(holds(ALLOC.c.resource_provider_id))
-             .group_by(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id)
-             .subquery('usage'))
     inventories = (
         sa.select(sa.literal('i').label('kind'), INV.c.resource_provider_id, rc.c.name,
-                  INV.c.total, INV.c.reserved, INV.c.allocation_ratio,
-                  sa.func.coalesce(usage.c.used, 0))
-        .select_from(INV.join(rc, rc.c.id == INV.c.resource_class_id)
-                     .outerjoin(usage, sa.and_(usage.c.rp == INV.c.resource_provider_id,
-                                               usage.c.rc == INV.c.resource_class_id)))
+                  INV.c.total, INV.c.reserved, INV.c.allocation_ratio)
+        .join(rc, rc.c.id == INV.c.resource_class_id)
         .where(holds(INV.c.resource_provider_id)))
+    usage = (sa.select(sa.literal('u'), ALLOC.c.resource_provider_id, rc.c.name,
+                       sa.func.sum(ALLOC.c.used), sa.null(), sa.null())
+             .join(rc, rc.c.id == ALLOC.c.resource_class_id)
+             .where(holds(ALLOC.c.resource_provider_id))
+             .group_by(ALLOC.c.resource_provider_id, rc.c.name))
     traits = (sa.select(sa.literal('t'), RPT.c.resource_provider_id, trait.c.name,
-                        *[sa.null()] * 4)
+                        sa.null(), sa.null(), sa.null())
               .join(trait, trait.c.id == RPT.c.trait_id)
               .where(holds(RPT.c.resource_provider_id)))
-    return inventories, traits
+    return inventories, usage, traits
 
 
 _SUMMARIES = ByIds(lambda holds: sa.union_all(*_summary_rows(holds)))
@@ -487,11 +469,16 @@ _SUMMARIES = ByIds(lambda holds: sa.union_all(*_summary_rows(holds)))
 def _gather_summaries(rp_ids, rows):
     resources = {rp: {} for rp in rp_ids}
     traits = {rp: [] for rp in rp_ids}
-    for kind, rp, name, total, reserved, ratio, used in rows:
+    capacities, used = [], {}
+    for kind, rp, name, amount, reserved, ratio in rows:
         if kind == 'i':
-            resources[rp][name] = (int((total - reserved) * ratio), int(used))
+            capacities.append((rp, name, int((amount - reserved) * ratio)))
+        elif kind == 'u':
+            used[rp, name] = int(amount)
         else:
             traits[rp].append(name)
+    for rp, name, capacity in capacities:
+        resources[rp][name] = (capacity, used.get((rp, name), 0))
     for names in traits.values():
         names.sort()
     return resources, traits
