@@ -471,8 +471,9 @@ def _gather_summaries(rp_ids, rows):
     traits = {rp: [] for rp in rp_ids}
     capacities, used = [], {}
     for kind, rp, name, amount, reserved, ratio in rows:
+        # int(): MySQL types the column of a union with a SUM as DECIMAL.
         if kind == 'i':
-            capacities.append((rp, name, int((amount - reserved) * ratio)))
+            capacities.append((rp, name, int((int(amount) - reserved) * ratio)))
         elif kind == 'u':
             used[rp, name] = int(amount)
         else:
