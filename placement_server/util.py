@@ -67,6 +67,11 @@ def _encode(body):
     15 ms -> 0.5 ms); json serves what orjson refuses (ints past 64 bits).
     """
     try:
+        return orjson.dumps(body)
+    except TypeError:
+        pass
+    try:
+        # Non-string keys cost orjson twice the time, so only on demand.
         return orjson.dumps(body, option=orjson.OPT_NON_STR_KEYS)
     except TypeError:
         return json.dumps(body, default=_json_default).encode('utf-8')

@@ -125,10 +125,8 @@ class _Search:
         found, _, uuids = search.single_providers(self.conn, query)
         self.root_of.update(found)
         self.uuid_of.update(uuids)
-        classes = sorted(query.resources.items())
-        return [combine.Candidate({(rp, rc): amount for rc, amount in classes},
-                                  {query.suffix: [rp]})
-                for rp in sorted(found)]
+        asked = tuple(sorted(query.resources.items()))
+        return [combine.Candidate({rp: asked}, {query.suffix: [rp]}) for rp in sorted(found)]
 
     def options(self, query):
         if not query.resources:
@@ -243,7 +241,7 @@ def _combined(conn, request, state, queries, trait_ids, stop_after):
 
 
 def _with_summaries(conn, request, candidates, state, class_names):
-    used_rps = {rp for c in candidates for rp, _ in c.amounts}
+    used_rps = {rp for c in candidates for rp in c.amounts}
     if not state.trees and used_rps <= state.uuid_of.keys():
         # Every provider is its own tree, and the search read its uuid.
         providers = {rp: (state.uuid_of[rp], None, rp) for rp in used_rps}

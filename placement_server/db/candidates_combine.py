@@ -15,8 +15,17 @@ import itertools
 # providers the frozenset of providers the group maps to.
 Piece = collections.namedtuple('Piece', 'amounts providers')
 
-# amounts is {(provider, class): amount}; mappings {suffix: sorted providers}.
+# amounts is {provider: ((class, amount), ...)}, classes in order;
+# mappings {suffix: sorted providers}.
 Candidate = collections.namedtuple('Candidate', 'amounts mappings')
+
+
+def per_provider(amounts):
+    """{provider: ((class, amount), ...)} from ((provider, class), amount) pairs."""
+    grouped = {}
+    for (rp, rc), amount in sorted(amounts):
+        grouped.setdefault(rp, []).append((rc, amount))
+    return {rp: tuple(asked) for rp, asked in grouped.items()}
 
 
 def single_provider_options(providers, resources, root_of, shared_with):
@@ -132,7 +141,7 @@ def merge(request, options, capacity, root_of, parent_of, stop_after=None):
             if key in seen:
                 continue
             seen.add(key)
-            found.append(Candidate(dict(amounts), {
+            found.append(Candidate(per_provider(amounts.items()), {
                 s: sorted(piece.providers) for s, piece in zip(suffixes, combo)}))
             if stop_after is not None and len(found) >= stop_after:
                 return found
@@ -150,8 +159,9 @@ def _one_group(suffix, options, stop_after):
             if piece in seen:
                 continue
             seen.add(piece)
-            found.append(Candidate({(rp, rc): amount for rp, rc, amount in piece.amounts},
-                                   {suffix: sorted(piece.providers)}))
+            found.append(Candidate(
+                per_provider(((rp, rc), amount) for rp, rc, amount in piece.amounts),
+                {suffix: sorted(piece.providers)}))
             if stop_after is not None and len(found) >= stop_after:
                 return found
     return found

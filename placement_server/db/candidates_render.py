@@ -12,22 +12,23 @@ def _allocation_requests(result, version):
     names = result.class_names
     as_dict = version >= (1, 12)
     with_mappings = version >= (1, 34)
+    # Candidates mostly ask the same of each provider: one {class: amount}
+    # object per distinct ask, shared by every candidate that makes it,
+    # saves building thousands of equal dicts (the encoder writes each out).
+    resources_of = {}
+    for asked in {asked for c in result.candidates for asked in c.amounts.values()}:
+        resources_of[asked] = {'resources': {names[rc]: amount for rc, amount in asked}}
     requests = []
     for amounts, mappings in result.candidates:
-        per_provider = {}
-        for (rp, rc), amount in amounts.items():
-            u = uuid[rp]
-            if u in per_provider:
-                per_provider[u][names[rc]] = amount
-            else:
-                per_provider[u] = {names[rc]: amount}
         if as_dict:
-            item = {'allocations': {u: {'resources': r} for u, r in per_provider.items()}}
+            item = {'allocations': {uuid[rp]: resources_of[asked]
+                                    for rp, asked in amounts.items()}}
             if with_mappings:
                 item['mappings'] = {s: [uuid[rp] for rp in rps] for s, rps in mappings.items()}
         else:
-            item = {'allocations': [{'resource_provider': {'uuid': u}, 'resources': r}
-                                    for u, r in per_provider.items()]}
+            item = {'allocations': [
+                {'resource_provider': {'uuid': uuid[rp]}, **resources_of[asked]}
+                for rp, asked in amounts.items()]}
         requests.append(item)
     return requests, uuid
 
