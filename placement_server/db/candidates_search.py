@@ -440,10 +440,10 @@ def providers_by_id(conn, ids):
 
 def _summary_rows(holds):
     """Selects of the inventories, usage and traits of the providers
-    ``holds(column)`` selects, as rows (kind, provider, name, amount,
-    reserved, allocation ratio): kind 'i' for an inventory (amount is its
-    total), 'u' for the usage of one class (amount is the sum used), 't'
-    for a trait, with nulls where a kind has no value.
+    ``holds(column)`` selects, as rows (kind, provider, name, amount): kind
+    'i' for an inventory (amount is its capacity, (total - reserved) *
+    allocation_ratio, not yet rounded down), 'u' for the usage of one class
+    (amount is the sum used), 't' for a trait (amount null).
 
     Usage comes as rows of its own rather than joined to the inventories:
     with the providers given by a subquery, planners badly underestimate
@@ -453,16 +453,15 @@ def _summary_rows(holds):
     rc, trait = tables.resource_classes, tables.traits
     inventories = (
         sa.select(sa.literal('i').label('kind'), INV.c.resource_provider_id, rc.c.name,
-                  INV.c.total, INV.c.reserved, INV.c.allocation_ratio)
+                  (INV.c.total - INV.c.reserved) * INV.c.allocation_ratio)
         .join(rc, rc.c.id == INV.c.resource_class_id)
         .where(holds(INV.c.resource_provider_id)))
     usage = (sa.select(sa.literal('u'), ALLOC.c.resource_provider_id, rc.c.name,
-                       sa.func.sum(ALLOC.c.used), sa.null(), sa.null())
+                       sa.func.sum(ALLOC.c.used))
              .join(rc, rc.c.id == ALLOC.c.resource_class_id)
              .where(holds(ALLOC.c.resource_provider_id))
              .group_by(ALLOC.c.resource_provider_id, rc.c.name))
-    traits = (sa.select(sa.literal('t'), RPT.c.resource_provider_id, trait.c.name,
-                        sa.null(), sa.null(), sa.null())
+    traits = (sa.select(sa.literal('t'), RPT.c.resource_provider_id, trait.c.name, sa.null())
               .join(trait, trait.c.id == RPT.c.trait_id)
               .where(holds(RPT.c.resource_provider_id)))
     return inventories, usage, traits
@@ -475,10 +474,9 @@ def _gather_summaries(rp_ids, rows):
     resources = {rp: {} for rp in rp_ids}
     traits = {rp: [] for rp in rp_ids}
     capacities, used = [], {}
-    for kind, rp, name, amount, reserved, ratio in rows:
-        # int(): MySQL types the column of a union with a SUM as DECIMAL.
+    for kind, rp, name, amount in rows:
         if kind == 'i':
-            capacities.append((rp, name, int((int(amount) - reserved) * ratio)))
+            capacities.append((rp, name, int(amount)))
         elif kind == 'u':
             used[rp, name] = int(amount)
         else:
