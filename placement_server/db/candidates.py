@@ -237,7 +237,7 @@ def _combined(conn, request, state, queries, trait_ids, stop_after):
             {state.root_of[rp] for o in options.values() for pieces in o.values()
              for piece in pieces for rp in piece.providers})}
     return combine.merge(request, options, state.capacity, state.root_of, parent_of,
-                         stop_after)
+                         stop_after, shared=bool(state.sharing))
 
 
 def _with_summaries(conn, request, candidates, state, class_names):

@@ -90,14 +90,15 @@ def _same_subtree(providers, ancestors_of):
     return bool(common & providers)
 
 
-def merge(request, options, capacity, root_of, parent_of, stop_after=None):
+def merge(request, options, capacity, root_of, parent_of, stop_after=None, shared=True):
     """The candidates: one piece per group under a common anchor.
 
     ``options`` is {suffix: {anchor: [Piece]}}; ``capacity`` is
     {(provider, class): (capacity, used, max_unit)} for every pair whose
     amounts may add up across groups (the others were checked in SQL).
-    Stops after
-    ``stop_after`` distinct candidates when given.
+    ``shared`` says whether sharing providers took part: only then can two
+    anchors yield the same candidate. Stops after ``stop_after`` distinct
+    candidates when given.
     """
     suffixes = list(request.groups)
     if len(suffixes) == 1:
@@ -120,27 +121,34 @@ def merge(request, options, capacity, root_of, parent_of, stop_after=None):
             if isolate and len({p for i in granular for p in combo[i].providers}) != len(granular):
                 continue
             if subtrees and not all(
-                    _same_subtree(frozenset().union(*(combo[i].providers for i in subtree)),
+                    _same_subtree(frozenset().union(*[combo[i].providers for i in subtree]),
                                   ancestors_of)
                     for subtree in subtrees):
                 continue
-            amounts = collections.Counter()
+            amounts, summed = {}, []
             for piece in combo:
                 for rp, rc, amount in piece.amounts:
-                    amounts[rp, rc] += amount
-            if any(key in capacity and (capacity[key][1] + amount > capacity[key][0]
-                                        or amount > capacity[key][2])
-                   for key, amount in amounts.items()):
+                    if (rp, rc) in amounts:
+                        amounts[rp, rc] += amount
+                        summed.append((rp, rc))
+                    else:
+                        amounts[rp, rc] = amount
+            # Each piece fits on its own (checked in SQL); only amounts that
+            # add up across groups can exceed a capacity.
+            if any(key in capacity and (capacity[key][1] + amounts[key] > capacity[key][0]
+                                        or amounts[key] > capacity[key][2])
+                   for key in summed):
                 continue
             if not request.nested_aware:
                 rps = {rp for rp, _ in amounts}
                 if len({root_of[rp] for rp in rps}) != len(rps):
                     continue
-            key = (frozenset(amounts.items()),
-                   frozenset((s, piece.providers) for s, piece in zip(suffixes, combo)))
-            if key in seen:
-                continue
-            seen.add(key)
+            if shared:
+                key = (frozenset(amounts.items()),
+                       frozenset((s, piece.providers) for s, piece in zip(suffixes, combo)))
+                if key in seen:
+                    continue
+                seen.add(key)
             found.append(Candidate(per_provider(amounts.items()), {
                 s: sorted(piece.providers) for s, piece in zip(suffixes, combo)}))
             if stop_after is not None and len(found) >= stop_after:

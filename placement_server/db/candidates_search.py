@@ -295,6 +295,39 @@ def _fits(inv, used, amount):
             sa.or_(inv.c.step_size == 1, sa.literal(amount) % inv.c.step_size == 0)]
 
 
+@functools.lru_cache(maxsize=256)
+def _per_class_statements(key):
+    """(class, statement) pairs for ``providers_per_class``, memoized on the
+    group's filters like ``_single_statement``."""
+    resources, required, forbidden, member_of, forbidden_aggs, tree_root = key
+    base = []
+    if forbidden:
+        base.append(~_has_any_trait(RP.c.id, forbidden))
+    if member_of:
+        base.append(sa.or_(_in_all_aggregate_sets(RP.c.id, member_of),
+                           _in_all_aggregate_sets(RP.c.root_provider_id, member_of)))
+    if forbidden_aggs:
+        base.append(~_in_any_aggregate(RP.c.id, forbidden_aggs))
+        base.append(~_in_any_aggregate(RP.c.root_provider_id, forbidden_aggs))
+    if tree_root is not None:
+        base.append(RP.c.root_provider_id == tree_root)
+    trait_cols = [_has_any_trait(RP.c.id, any_of).label('t%d' % k)
+                  for k, any_of in enumerate(required)]
+    statements = []
+    for rc_id, amount in resources:
+        usage = _usage([rc_id])
+        used = sa.func.coalesce(usage.c.used, 0)
+        statements.append((rc_id, (
+            sa.select(RP.c.id, RP.c.root_provider_id, INV.c.total, INV.c.reserved,
+                      INV.c.allocation_ratio, INV.c.max_unit, used.label('used'),
+                      *trait_cols)
+            .join(INV, sa.and_(INV.c.resource_provider_id == RP.c.id,
+                               INV.c.resource_class_id == rc_id))
+            .outerjoin(usage, usage.c.rp == RP.c.id)
+            .where(*base, *_fits(INV, used, amount)))))
+    return tuple(statements)
+
+
 def providers_per_class(conn, query):
     """For a group that may spread over a tree: per class, the providers with room.
 
@@ -307,32 +340,10 @@ def providers_per_class(conn, query):
     Returns ({class: [provider]}, {provider: root},
              {(provider, class): (capacity, used, max_unit)}, {provider: {set index}}).
     """
-    base = []
-    if query.forbidden:
-        base.append(~_has_any_trait(RP.c.id, query.forbidden))
-    if query.member_of:
-        base.append(sa.or_(_in_all_aggregate_sets(RP.c.id, query.member_of),
-                           _in_all_aggregate_sets(RP.c.root_provider_id, query.member_of)))
-    if query.forbidden_aggs:
-        base.append(~_in_any_aggregate(RP.c.id, query.forbidden_aggs))
-        base.append(~_in_any_aggregate(RP.c.root_provider_id, query.forbidden_aggs))
-    if query.tree_root is not None:
-        base.append(RP.c.root_provider_id == query.tree_root)
-    trait_cols = [_has_any_trait(RP.c.id, any_of).label('t%d' % k)
-                  for k, any_of in enumerate(query.required)]
     by_class, roots, capacity, meets = {}, {}, {}, {}
-    for rc_id, amount in sorted(query.resources.items()):
-        usage = _usage([rc_id])
-        used = sa.func.coalesce(usage.c.used, 0)
-        sel = (sa.select(RP.c.id, RP.c.root_provider_id, INV.c.total, INV.c.reserved,
-                         INV.c.allocation_ratio, INV.c.max_unit, used.label('used'),
-                         *trait_cols)
-               .join(INV, sa.and_(INV.c.resource_provider_id == RP.c.id,
-                                  INV.c.resource_class_id == rc_id))
-               .outerjoin(usage, usage.c.rp == RP.c.id)
-               .where(*base, *_fits(INV, used, amount)))
+    for rc_id, statement in _per_class_statements(_group_key(query)):
         found = by_class[rc_id] = []
-        for row in fetch_all(conn, sel):
+        for row in fetch_all(conn, statement):
             rp = row[0]
             found.append(rp)
             roots[rp] = row[1]
