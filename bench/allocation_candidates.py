@@ -10,15 +10,15 @@ nested  compute nodes with two NUMA children and two device children each
         7 providers per tree, the gate's nested topology).
 
 Then, at microversion ``latest`` with randomize_allocation_candidates on,
-with the gate's own clients: the query is timed twice by curl; allocations
-are written from candidates (99 flat, 10 nested), timing the query twice
-after each; then Apache Bench (``ab``, Debian's apache2-utils) sends 500
-requests at concurrency 10 (in 5 rounds of 100, alternating between the
-servers, which are both up and otherwise interleaved call by call) for the
-latency distribution and throughput. Clients written in C keep their own
-cost (reading a 470 KB answer) off the two shared CPUs. The writes carry
-consumer_type, which 1.38+ requires (the gate's script omits it, so there
-its writes are refused).
+with the gate's own clients: the query is timed twice in a row by curl on
+each server; allocations are written from candidates (99 flat, 10 nested),
+timing the query twice after each; then Apache Bench (``ab``, Debian's
+apache2-utils) sends 500 requests at concurrency 10 (in 5 rounds of 100,
+alternating between the servers, which are both up and otherwise
+interleaved call by call) for the latency distribution and throughput.
+Clients written in C keep their own cost (reading a 470 KB answer) off the
+two shared CPUs. The writes carry consumer_type, which 1.38+ requires (the
+gate's script omits it, so there its writes are refused).
 
     .venv/bin/python bench/allocation_candidates.py --engine sqlite \\
         --engine postgresql --providers 1000 --providers 10000 --workers 2
@@ -147,8 +147,9 @@ def workload(shape, providers, allocations=None, requests=REQUESTS):
             return sorted(clients, reverse=bool(i % 2))
 
         def time_candidates(i):
-            for _ in range(2):
-                for name in in_turn(i):
+            # Twice in a row on each server, as the gate times it.
+            for name in in_turn(i):
+                for _ in range(2):
                     timed[name].add_status(*clients[name].curl(query, version='latest'))
 
         time_candidates(0)
