@@ -23,9 +23,12 @@ Candidate = collections.namedtuple('Candidate', 'amounts mappings')
 def per_provider(amounts):
     """{provider: ((class, amount), ...)} from ((provider, class), amount) pairs."""
     grouped = {}
-    for (rp, rc), amount in sorted(amounts):
-        grouped.setdefault(rp, []).append((rc, amount))
-    return {rp: tuple(asked) for rp, asked in grouped.items()}
+    for (rp, rc), amount in amounts:
+        if rp in grouped:
+            grouped[rp].append((rc, amount))
+        else:
+            grouped[rp] = [(rc, amount)]
+    return {rp: tuple(sorted(asked)) for rp, asked in grouped.items()}
 
 
 def single_provider_options(providers, resources, root_of, shared_with):
@@ -86,8 +89,12 @@ def _same_subtree(providers, ancestors_of):
     """True if one of ``providers`` is an ancestor (or self) of all the others."""
     if len(providers) <= 1:
         return True
-    common = frozenset.intersection(*(ancestors_of(p) for p in providers))
-    return bool(common & providers)
+    common = None
+    for rp in providers:
+        common = ancestors_of(rp) if common is None else common & ancestors_of(rp)
+        if not common:
+            return False
+    return not common.isdisjoint(providers)
 
 
 def merge(request, options, capacity, root_of, parent_of, stop_after=None, shared=True):
@@ -112,6 +119,20 @@ def merge(request, options, capacity, root_of, parent_of, stop_after=None, share
             known[rp] = frozenset(_ancestors(rp, parent_of))
         return known[rp]
 
+    def in_same_subtrees(combo):
+        for subtree in subtrees:
+            if not _same_subtree(frozenset().union(*[combo[i].providers for i in subtree]),
+                                 ancestors_of):
+                return False
+        return True
+
+    ordered = {}    # sorted providers of each piece, for the mappings
+
+    def mapped(piece):
+        if piece.providers not in ordered:
+            ordered[piece.providers] = sorted(piece.providers)
+        return ordered[piece.providers]
+
     isolate = request.group_policy == 'isolate'
     anchors = set.intersection(*(set(options[s]) for s in suffixes))
     seen = set()
@@ -120,10 +141,7 @@ def merge(request, options, capacity, root_of, parent_of, stop_after=None, share
         for combo in itertools.product(*(options[s][anchor] for s in suffixes)):
             if isolate and len({p for i in granular for p in combo[i].providers}) != len(granular):
                 continue
-            if subtrees and not all(
-                    _same_subtree(frozenset().union(*[combo[i].providers for i in subtree]),
-                                  ancestors_of)
-                    for subtree in subtrees):
+            if subtrees and not in_same_subtrees(combo):
                 continue
             amounts, summed = {}, []
             for piece in combo:
@@ -150,7 +168,7 @@ def merge(request, options, capacity, root_of, parent_of, stop_after=None, share
                     continue
                 seen.add(key)
             found.append(Candidate(per_provider(amounts.items()), {
-                s: sorted(piece.providers) for s, piece in zip(suffixes, combo)}))
+                s: mapped(piece) for s, piece in zip(suffixes, combo)}))
             if stop_after is not None and len(found) >= stop_after:
                 return found
     return found
