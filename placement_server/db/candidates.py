@@ -242,12 +242,14 @@ def _combined(conn, request, state, queries, trait_ids, stop_after):
 
 def _with_summaries(conn, request, candidates, state, class_names):
     used_rps = {rp for c in candidates for rp in c.amounts}
+    roots = None    # set when whole trees are shown
     if not state.trees and used_rps <= state.uuid_of.keys():
         # Every provider is its own tree, and the search read its uuid.
         providers = {rp: (state.uuid_of[rp], None, rp) for rp in used_rps}
     else:
         if request.nested_aware:
-            rows = state.tree_members({state.root_of[rp] for rp in used_rps})
+            roots = {state.root_of[rp] for rp in used_rps}
+            rows = state.tree_members(roots)
         else:
             rows = search.providers_by_id(conn, used_rps)
         providers = {r[0]: (r[1], r[2], r[3]) for r in rows}
@@ -257,6 +259,6 @@ def _with_summaries(conn, request, candidates, state, class_names):
     if missing:
         providers.update({r[0]: (r[1], r[2], r[3])
                           for r in search.providers_by_id(conn, missing)})
-    resources, traits = search.summaries_data(conn, shown)
+    resources, traits = search.summaries_data(conn, shown, roots)
     summaries = {rp: (resources[rp], traits[rp]) for rp in shown}
     return Result(candidates, providers, summaries, class_names)

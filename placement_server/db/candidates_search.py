@@ -499,10 +499,17 @@ def _gather_summaries(rp_ids, rows):
     return resources, traits
 
 
-def summaries_data(conn, rp_ids):
+_TREE_SUMMARIES = ByIds(lambda holds: sa.union_all(*_summary_rows(
+    lambda column: column.in_(sa.select(RP.c.id).where(holds(RP.c.root_provider_id))))))
+
+
+def summaries_data(conn, rp_ids, roots=None):
     """Inventories with usage, and trait names, of the given providers, in
-    one statement per chunk of providers.
+    one statement per chunk of providers. When ``rp_ids`` are whole trees,
+    ``roots`` names them instead: a tenth of the ids to send and match.
 
     Returns ({provider: {class name: (capacity, used)}}, {provider: [trait]}).
     """
+    if roots is not None:
+        return _gather_summaries(rp_ids, _TREE_SUMMARIES.rows(conn, roots))
     return _gather_summaries(rp_ids, _SUMMARIES.rows(conn, rp_ids))
