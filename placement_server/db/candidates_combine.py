@@ -86,15 +86,15 @@ def _ancestors(rp, parent_of):
 
 
 def _same_subtree(providers, ancestors_of):
-    """True if one of ``providers`` is an ancestor (or self) of all the others."""
+    """True if one of ``providers`` is an ancestor (or self) of all the others.
+
+    Only the one nearest its root can be (the others are below it), so that
+    one is the only one to check.
+    """
     if len(providers) <= 1:
         return True
-    common = None
-    for rp in providers:
-        common = ancestors_of(rp) if common is None else common & ancestors_of(rp)
-        if not common:
-            return False
-    return not common.isdisjoint(providers)
+    top = min(providers, key=lambda rp: len(ancestors_of(rp)))
+    return all(top in ancestors_of(rp) for rp in providers)
 
 
 def merge(request, options, capacity, root_of, parent_of, stop_after=None, shared=True):
