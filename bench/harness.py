@@ -126,6 +126,7 @@ class Client:
         """``ab -n requests -c concurrency`` on one GET, as the gate loads
         the server. Returns (per-request milliseconds, wall seconds, count
         of failed or non-2xx responses)."""
+        concurrency = min(concurrency, requests)   # ab refuses more
         with tempfile.NamedTemporaryFile(suffix='.tsv') as tsv:
             proc = subprocess.run(
                 ['ab', '-q', '-n', str(requests), '-c', str(concurrency), '-g', tsv.name,
