@@ -26,7 +26,6 @@ gate's script omits it, so there its writes are refused).
 writes bench/results/allocation_candidates-<shape>-<engine>-<n>.json and
 prints a Markdown summary with ratios (upstream / ours).
 """
-import argparse
 import os
 import subprocess
 import sys
@@ -197,12 +196,9 @@ def report(shape, engine, providers, workers, results):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--engine', action='append', choices=harness.ENGINES)
+    parser = harness.side_by_side_parser(__doc__)
     parser.add_argument('--providers', type=int, action='append')
     parser.add_argument('--shape', action='append', choices=sorted(QUERIES))
-    parser.add_argument('--workers', type=int, default=2)
-    parser.add_argument('--server', action='append', choices=sorted(harness.SERVERS))
     parser.add_argument('--time-every', type=int, default=1,
                         help='time the query after every Nth write only (the gate: 1); '
                              'at 10000 providers each upstream answer takes seconds')

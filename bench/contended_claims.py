@@ -13,7 +13,6 @@ server lets exactly CAPACITY claims through and refuses the others with a
 prints a Markdown table per engine and writes the raw numbers to
 bench/results/contended_claims-<engine>.json.
 """
-import argparse
 import collections
 import os
 import sys
@@ -79,14 +78,11 @@ def table(results, capacity):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--engine', action='append', choices=harness.ENGINES)
+    parser = harness.side_by_side_parser(__doc__, workers=4)
     parser.add_argument('--clients', type=int, default=50)
     parser.add_argument('--claims', type=int, default=300)
     parser.add_argument('--capacity', type=int, default=200)
-    parser.add_argument('--workers', type=int, default=4)
     parser.add_argument('--rounds', type=int, default=2)
-    parser.add_argument('--server', action='append', choices=sorted(harness.SERVERS))
     args = parser.parse_args(argv)
     for engine in args.engine or ['postgresql']:
         started = time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())

@@ -13,7 +13,6 @@ One client, one call at a time, alternating between the two servers:
 prints a Markdown table per engine (p50/p99 per call, ratio upstream/ours)
 and writes the raw numbers to bench/results/core_calls-<engine>.json.
 """
-import argparse
 import os
 import sys
 import uuid
@@ -80,12 +79,9 @@ def _check_count(resp, expected):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--engine', action='append', choices=harness.ENGINES)
+    parser = harness.side_by_side_parser(__doc__)
     parser.add_argument('--providers', type=int, default=1000)
     parser.add_argument('--list-repeats', type=int, default=50)
-    parser.add_argument('--workers', type=int, default=2)
-    parser.add_argument('--server', action='append', choices=sorted(harness.SERVERS))
     args = parser.parse_args(argv)
     for engine in args.engine or ['sqlite']:
         results = harness.side_by_side(

@@ -8,6 +8,7 @@ call by call (``side_by_side``), so the noise of a shared machine weighs
 on both alike; the report functions turn the samples into latency distributions and ratios (upstream / ours for
 latency, ours / upstream for throughput: above 1 means ours is better).
 """
+import argparse
 import concurrent.futures
 import contextlib
 import csv
@@ -201,6 +202,17 @@ def concurrently(fn, count, concurrency):
     with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
         results = list(pool.map(lambda _: fn(), range(count)))
     return results, time.perf_counter() - start
+
+
+def side_by_side_parser(doc, workers=2):
+    """An argument parser with the options every side-by-side bench takes:
+    --engine (repeatable), --workers (gunicorn workers per server) and
+    --server (repeatable; both when not given)."""
+    parser = argparse.ArgumentParser(description=doc.split('\n')[0])
+    parser.add_argument('--engine', action='append', choices=ENGINES)
+    parser.add_argument('--workers', type=int, default=workers)
+    parser.add_argument('--server', action='append', choices=sorted(SERVERS))
+    return parser
 
 
 def side_by_side(engine, workload, workers, options=None, servers=('ours', 'upstream')):

@@ -21,7 +21,6 @@ Then, one client, one call at a time, alternating between the servers:
 prints a Markdown table per engine (p50/p99 per call, ratio upstream/ours)
 and writes the raw numbers to bench/results/provider_filters-<engine>.json.
 """
-import argparse
 import os
 import sys
 import uuid
@@ -98,12 +97,9 @@ def workload(providers, repeats):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--engine', action='append', choices=harness.ENGINES)
+    parser = harness.side_by_side_parser(__doc__)
     parser.add_argument('--providers', type=int, default=300)
     parser.add_argument('--repeats', type=int, default=30)
-    parser.add_argument('--workers', type=int, default=2)
-    parser.add_argument('--server', action='append', choices=sorted(harness.SERVERS))
     args = parser.parse_args(argv)
     for engine in args.engine or ['sqlite']:
         results = harness.side_by_side(
