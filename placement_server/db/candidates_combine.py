@@ -11,9 +11,12 @@ import collections
 import itertools
 
 
-# How one group is satisfied: amounts is ((provider, class, amount), ...),
-# providers the frozenset of providers the group maps to.
-Piece = collections.namedtuple('Piece', 'amounts providers')
+# How one group is satisfied: amounts is {provider: ((class, amount), ...)}
+# (classes in order, as in Candidate.amounts), providers the frozenset of
+# providers the group maps to, mapped the same sorted (for the mappings).
+# Pieces are built once and reused by every candidate they take part in,
+# so merge only puts them together.
+Piece = collections.namedtuple('Piece', 'amounts providers mapped')
 
 # amounts is {provider: ((class, amount), ...)}, classes in order;
 # mappings {suffix: sorted providers}.
@@ -38,9 +41,9 @@ def single_provider_options(providers, resources, root_of, shared_with):
     and, for a sharing provider, the roots in ``shared_with[p]``.
     """
     options = collections.defaultdict(list)
-    classes = sorted(resources.items())
+    asked = tuple(sorted(resources.items()))
     for rp in sorted(providers):
-        piece = Piece(tuple([(rp, rc, amount) for rc, amount in classes]), frozenset([rp]))
+        piece = Piece({rp: asked} if asked else {}, frozenset([rp]), [rp])
         root = root_of[rp]
         options[root].append(piece)
         for anchor in shared_with.get(rp, ()):
@@ -70,8 +73,9 @@ def spread_options(by_anchor, resources, meets, n_required, root_of, nested_awar
                 continue
             if not nested_aware and len({root_of[p] for p in used}) != len(used):
                 continue
-            pieces.append(Piece(tuple((p, rc, resources[rc]) for p, rc in zip(choice, classes)),
-                                used))
+            pieces.append(Piece(per_provider(((p, rc), resources[rc])
+                                             for p, rc in zip(choice, classes)),
+                                used, sorted(used)))
         if pieces:
             options[anchor] = pieces
     return options
@@ -109,7 +113,7 @@ def merge(request, options, capacity, root_of, parent_of, stop_after=None, share
     """
     suffixes = list(request.groups)
     if len(suffixes) == 1:
-        return _one_group(suffixes[0], options[suffixes[0]], stop_after)
+        return _one_group(suffixes[0], options[suffixes[0]], stop_after, shared)
     granular = [i for i, s in enumerate(suffixes) if request.groups[s].granular]
     subtrees = [[suffixes.index(s) for s in subtree] for subtree in request.same_subtrees]
     known = {}
@@ -126,13 +130,6 @@ def merge(request, options, capacity, root_of, parent_of, stop_after=None, share
                 return False
         return True
 
-    ordered = {}    # sorted providers of each piece, for the mappings
-
-    def mapped(piece):
-        if piece.providers not in ordered:
-            ordered[piece.providers] = sorted(piece.providers)
-        return ordered[piece.providers]
-
     isolate = request.group_policy == 'isolate'
     anchors = set.intersection(*(set(options[s]) for s in suffixes))
     seen = set()
@@ -143,23 +140,17 @@ def merge(request, options, capacity, root_of, parent_of, stop_after=None, share
                 continue
             if subtrees and not in_same_subtrees(combo):
                 continue
-            amounts, summed = {}, []
+            amounts, apart = {}, 0
             for piece in combo:
-                for rp, rc, amount in piece.amounts:
-                    if (rp, rc) in amounts:
-                        amounts[rp, rc] += amount
-                        summed.append((rp, rc))
-                    else:
-                        amounts[rp, rc] = amount
-            # Each piece fits on its own (checked in SQL); only amounts that
-            # add up across groups can exceed a capacity.
-            if any(key in capacity and (capacity[key][1] + amounts[key] > capacity[key][0]
-                                        or amounts[key] > capacity[key][2])
-                   for key in summed):
-                continue
+                amounts.update(piece.amounts)
+                apart += len(piece.amounts)
+            if len(amounts) != apart:
+                # Some provider serves several groups: its amounts may add up.
+                amounts = _summed(combo, capacity)
+                if amounts is None:
+                    continue
             if not request.nested_aware:
-                rps = {rp for rp, _ in amounts}
-                if len({root_of[rp] for rp in rps}) != len(rps):
+                if len({root_of[rp] for rp in amounts}) != len(amounts):
                     continue
             if shared:
                 key = (frozenset(amounts.items()),
@@ -167,14 +158,34 @@ def merge(request, options, capacity, root_of, parent_of, stop_after=None, share
                 if key in seen:
                     continue
                 seen.add(key)
-            found.append(Candidate(per_provider(amounts.items()), {
-                s: mapped(piece) for s, piece in zip(suffixes, combo)}))
+            found.append(Candidate(amounts, {s: piece.mapped
+                                             for s, piece in zip(suffixes, combo)}))
             if stop_after is not None and len(found) >= stop_after:
                 return found
     return found
 
 
-def _one_group(suffix, options, stop_after):
+def _summed(combo, capacity):
+    """The amounts per provider of pieces that share providers, or None if
+    amounts that add up exceed a capacity. Each piece fits on its own
+    (checked in SQL): only sums can exceed it."""
+    amounts, summed = {}, []
+    for piece in combo:
+        for rp, asked in piece.amounts.items():
+            for rc, amount in asked:
+                if (rp, rc) in amounts:
+                    amounts[rp, rc] += amount
+                    summed.append((rp, rc))
+                else:
+                    amounts[rp, rc] = amount
+    if any(key in capacity and (capacity[key][1] + amounts[key] > capacity[key][0]
+                                or amounts[key] > capacity[key][2])
+           for key in summed):
+        return None
+    return per_provider(amounts.items())
+
+
+def _one_group(suffix, options, stop_after, shared):
     """A lone group's pieces are its candidates: each was capacity checked
     in SQL and takes from each (provider, class) once. Only the copies a
     sharing provider leaves under several anchors are dropped."""
@@ -182,12 +193,12 @@ def _one_group(suffix, options, stop_after):
     found = []
     for anchor in sorted(options):
         for piece in options[anchor]:
-            if piece in seen:
-                continue
-            seen.add(piece)
-            found.append(Candidate(
-                per_provider(((rp, rc), amount) for rp, rc, amount in piece.amounts),
-                {suffix: sorted(piece.providers)}))
+            if shared:
+                key = (frozenset(piece.amounts.items()), piece.providers)
+                if key in seen:
+                    continue
+                seen.add(key)
+            found.append(Candidate(piece.amounts, {suffix: piece.mapped}))
             if stop_after is not None and len(found) >= stop_after:
                 return found
     return found
