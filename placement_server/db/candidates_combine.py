@@ -89,16 +89,15 @@ def _ancestors(rp, parent_of):
     return found
 
 
-def _same_subtree(providers, ancestors_of):
-    """True if one of ``providers`` is an ancestor (or self) of all the others.
+def _same_subtree(chains):
+    """True if one provider is an ancestor (or self) of all the others,
+    given each provider's chain (itself and its ancestors).
 
     Only the one nearest its root can be (the others are below it), so that
-    one is the only one to check.
+    one is the only one to check: its chain must lie within every other.
     """
-    if len(providers) <= 1:
-        return True
-    top = min(providers, key=lambda rp: len(ancestors_of(rp)))
-    return all(top in ancestors_of(rp) for rp in providers)
+    top = min(chains, key=len)
+    return all(top <= chain for chain in chains)
 
 
 def merge(request, options, capacity, root_of, parent_of, stop_after=None, shared=True):
@@ -116,19 +115,17 @@ def merge(request, options, capacity, root_of, parent_of, stop_after=None, share
         return _one_group(suffixes[0], options[suffixes[0]], stop_after, shared)
     granular = [i for i, s in enumerate(suffixes) if request.groups[s].granular]
     subtrees = [[suffixes.index(s) for s in subtree] for subtree in request.same_subtrees]
-    known = {}
+    chains = {}     # {provider: frozenset of itself and its ancestors}
 
-    def ancestors_of(rp):
-        if rp not in known:
-            known[rp] = frozenset(_ancestors(rp, parent_of))
-        return known[rp]
+    def chain(rp):
+        found = chains.get(rp)
+        if found is None:
+            found = chains[rp] = frozenset(_ancestors(rp, parent_of))
+        return found
 
     def in_same_subtrees(combo):
-        for subtree in subtrees:
-            if not _same_subtree(frozenset().union(*[combo[i].providers for i in subtree]),
-                                 ancestors_of):
-                return False
-        return True
+        return all(_same_subtree([chain(rp) for i in subtree for rp in combo[i].mapped])
+                   for subtree in subtrees)
 
     isolate = request.group_policy == 'isolate'
     anchors = set.intersection(*(set(options[s]) for s in suffixes))
