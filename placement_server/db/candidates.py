@@ -13,6 +13,7 @@ import random
 
 from placement_server.db import candidates_combine as combine
 from placement_server.db import candidates_search as search
+from placement_server.db import candidates_summaries as summaries
 
 
 @dataclasses.dataclass
@@ -101,7 +102,7 @@ class _Search:
         # Without trees or sharing providers every group is one provider.
         self.spread_needed = bool(self.sharing) or self.trees
         self.root_of = {}
-        self.uuid_of = {}
+        self.version_of = {}   # {provider: (uuid, generation)}
         self.capacity = {}
         self._anchors = {}
 
@@ -122,9 +123,9 @@ class _Search:
     def lone_group(self, query):
         """A request of one single-provider group and no root filter: each
         matching provider is one candidate, whatever it anchors."""
-        found, _, uuids = search.single_providers(self.conn, query)
+        found, _, versions = search.single_providers(self.conn, query)
         self.root_of.update(found)
-        self.uuid_of.update(uuids)
+        self.version_of.update(versions)
         asked = tuple(sorted(query.resources.items()))
         return [combine.Candidate({rp: asked}, {query.suffix: [rp]}) for rp in sorted(found)]
 
@@ -133,10 +134,10 @@ class _Search:
             found = search.resourceless_providers(self.conn, query)
             return self._single(found, query)
         if query.granular or not self.spread_needed:
-            found, capacity, uuids = search.single_providers(
+            found, capacity, versions = search.single_providers(
                 self.conn, query, self.shared_classes)
             self.capacity.update(capacity)
-            self.uuid_of.update(uuids)
+            self.version_of.update(versions)
             return self._single(found, query)
         return self._spread(query)
 
@@ -243,9 +244,10 @@ def _combined(conn, request, state, queries, trait_ids, stop_after):
 def _with_summaries(conn, request, candidates, state, class_names):
     used_rps = {rp for c in candidates for rp in c.amounts}
     roots = None    # set when whole trees are shown
-    if not state.trees and used_rps <= state.uuid_of.keys():
+    if not state.trees and used_rps <= state.version_of.keys():
         # Every provider is its own tree, and the search read its uuid.
-        providers = {rp: (state.uuid_of[rp], None, rp) for rp in used_rps}
+        versions = {rp: state.version_of[rp] for rp in used_rps}
+        providers = {rp: (version[0], None, rp) for rp, version in versions.items()}
     else:
         if request.nested_aware:
             roots = {state.root_of[rp] for rp in used_rps}
@@ -253,12 +255,12 @@ def _with_summaries(conn, request, candidates, state, class_names):
         else:
             rows = search.providers_by_id(conn, used_rps)
         providers = {r[0]: (r[1], r[2], r[3]) for r in rows}
-    shown = set(providers)
+        versions = {r[0]: (r[1], r[4]) for r in rows}
     mapped = {rp for c in candidates for rps in c.mappings.values() for rp in rps}
     missing = mapped - set(providers)
     if missing:
         providers.update({r[0]: (r[1], r[2], r[3])
                           for r in search.providers_by_id(conn, missing)})
-    resources, traits = search.summaries_data(conn, shown, roots)
-    summaries = {rp: (resources[rp], traits[rp]) for rp in shown}
-    return Result(candidates, providers, summaries, class_names)
+    resources, traits = summaries.summaries_data(conn, versions, roots)
+    return Result(candidates, providers,
+                  {rp: (resources[rp], traits[rp]) for rp in versions}, class_names)

@@ -233,7 +233,7 @@ def _group_key(query):
 
 @functools.lru_cache(maxsize=256)
 def _single_statement(key):
-    """Providers that alone satisfy a group, as (id, root id, uuid).
+    """Providers that alone satisfy a group, as (id, root id, uuid, generation).
 
     Memoized on the group's filters: building a statement costs more
     Python than running it here, and schedulers repeat their requests.
@@ -244,23 +244,23 @@ def _single_statement(key):
     conds += _linked(RPA.c.aggregate_id, member_of, forbidden_aggs)
     if tree_root is not None:
         conds.append(RP.c.root_provider_id == tree_root)
-    return sa.select(RP.c.id, RP.c.root_provider_id, RP.c.uuid).where(*conds)
+    return sa.select(RP.c.id, RP.c.root_provider_id, RP.c.uuid, RP.c.generation).where(*conds)
 
 
 def single_providers(conn, query, capacity_of=()):
     """Providers that alone satisfy a group: every class, trait and aggregate.
 
     Returns ({provider: root}, {(provider, class): (capacity, used, max_unit)},
-    {provider: uuid}); the second only for the classes in ``capacity_of``
-    (those other groups ask for too, whose amounts may add up).
+    {provider: (uuid, generation)}); the second only for the classes in
+    ``capacity_of`` (those other groups ask for too, whose amounts may add up).
     """
-    roots, uuids = {}, {}
-    for rp, root, uuid in fetch_all(conn, _single_statement(_group_key(query))):
+    roots, versions = {}, {}
+    for rp, root, uuid, generation in fetch_all(conn, _single_statement(_group_key(query))):
         roots[rp] = root
-        uuids[rp] = uuid
+        versions[rp] = (uuid, generation)
     wanted = set(capacity_of) & set(query.resources)
     capacity = capacities(conn, roots, wanted) if wanted and roots else {}
-    return roots, capacity, uuids
+    return roots, capacity, versions
 
 
 def capacities(conn, rp_ids, rc_ids):
@@ -432,7 +432,7 @@ class ByIds:
 
 def _provider_rows(holds):
     return sa.select(RP.c.id, RP.c.uuid, RP.c.parent_provider_id,
-                     RP.c.root_provider_id).where(holds)
+                     RP.c.root_provider_id, RP.c.generation).where(holds)
 
 
 _TREE_MEMBERS = ByIds(lambda holds: _provider_rows(holds(RP.c.root_provider_id)))
@@ -440,76 +440,11 @@ _PROVIDERS = ByIds(lambda holds: _provider_rows(holds(RP.c.id)))
 
 
 def tree_members(conn, root_ids):
-    """Rows (id, uuid, parent id, root id) of every provider in the given trees."""
+    """Rows (id, uuid, parent id, root id, generation) of every provider in
+    the given trees."""
     return _TREE_MEMBERS.rows(conn, root_ids)
 
 
 def providers_by_id(conn, ids):
     """The same rows for the given providers."""
     return _PROVIDERS.rows(conn, ids)
-
-
-def _summary_rows(holds):
-    """Selects of the inventories, usage and traits of the providers
-    ``holds(column)`` selects, as rows (kind, provider, name, amount): kind
-    'i' for an inventory (amount is its capacity, (total - reserved) *
-    allocation_ratio, not yet rounded down), 'u' for the usage of one class
-    (amount is the sum used), 't' for a trait (amount null).
-
-    Usage comes as rows of its own rather than joined to the inventories:
-    with the providers given by a subquery, planners badly underestimate
-    how many there are and would match every inventory against every usage
-    row.
-    """
-    rc, trait = tables.resource_classes, tables.traits
-    inventories = (
-        sa.select(sa.literal('i').label('kind'), INV.c.resource_provider_id, rc.c.name,
-                  (INV.c.total - INV.c.reserved) * INV.c.allocation_ratio)
-        .join(rc, rc.c.id == INV.c.resource_class_id)
-        .where(holds(INV.c.resource_provider_id)))
-    usage = (sa.select(sa.literal('u'), ALLOC.c.resource_provider_id, rc.c.name,
-                       sa.func.sum(ALLOC.c.used))
-             .join(rc, rc.c.id == ALLOC.c.resource_class_id)
-             .where(holds(ALLOC.c.resource_provider_id))
-             .group_by(ALLOC.c.resource_provider_id, rc.c.name))
-    traits = (sa.select(sa.literal('t'), RPT.c.resource_provider_id, trait.c.name, sa.null())
-              .join(trait, trait.c.id == RPT.c.trait_id)
-              .where(holds(RPT.c.resource_provider_id)))
-    return inventories, usage, traits
-
-
-_SUMMARIES = ByIds(lambda holds: sa.union_all(*_summary_rows(holds)))
-
-
-def _gather_summaries(rp_ids, rows):
-    resources = {rp: {} for rp in rp_ids}
-    traits = {rp: [] for rp in rp_ids}
-    capacities, used = [], {}
-    for kind, rp, name, amount in rows:
-        if kind == 'i':
-            capacities.append((rp, name, int(amount)))
-        elif kind == 'u':
-            used[rp, name] = int(amount)
-        else:
-            traits[rp].append(name)
-    for rp, name, capacity in capacities:
-        resources[rp][name] = (capacity, used.get((rp, name), 0))
-    for names in traits.values():
-        names.sort()
-    return resources, traits
-
-
-_TREE_SUMMARIES = ByIds(lambda holds: sa.union_all(*_summary_rows(
-    lambda column: column.in_(sa.select(RP.c.id).where(holds(RP.c.root_provider_id))))))
-
-
-def summaries_data(conn, rp_ids, roots=None):
-    """Inventories with usage, and trait names, of the given providers, in
-    one statement per chunk of providers. When ``rp_ids`` are whole trees,
-    ``roots`` names them instead: a tenth of the ids to send and match.
-
-    Returns ({provider: {class name: (capacity, used)}}, {provider: [trait]}).
-    """
-    if roots is not None:
-        return _gather_summaries(rp_ids, _TREE_SUMMARIES.rows(conn, roots))
-    return _gather_summaries(rp_ids, _SUMMARIES.rows(conn, rp_ids))

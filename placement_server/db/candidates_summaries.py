@@ -1,0 +1,152 @@
+"""GET /allocation_candidates: provider summaries, the SQL side.
+
+A summary is a provider's capacity and usage per resource class, and its
+traits. Capacities and traits change only with the provider's generation
+(every inventory and trait write bumps it), so each worker keeps them per
+provider and generation (``StaticCache``) and reads only usage, which
+allocations change without a bump, on every request.
+"""
+import weakref
+
+import sqlalchemy as sa
+
+from placement_server.db import tables
+from placement_server.db.candidates_search import ByIds, RP, INV, ALLOC, RPT
+
+
+def _static_rows(holds):
+    """Rows ('i', provider, class name, capacity) for the inventories
+    (capacity is (total - reserved) * allocation_ratio, not yet rounded
+    down) and ('t', provider, trait, NULL) for the traits of the providers
+    ``holds(column)`` selects."""
+    rc, trait = tables.resource_classes, tables.traits
+    inventories = (
+        sa.select(sa.literal('i').label('kind'), INV.c.resource_provider_id, rc.c.name,
+                  (INV.c.total - INV.c.reserved) * INV.c.allocation_ratio)
+        .join(rc, rc.c.id == INV.c.resource_class_id)
+        .where(holds(INV.c.resource_provider_id)))
+    traits = (sa.select(sa.literal('t'), RPT.c.resource_provider_id, trait.c.name, sa.null())
+              .join(trait, trait.c.id == RPT.c.trait_id)
+              .where(holds(RPT.c.resource_provider_id)))
+    return inventories, traits
+
+
+def _usage_rows(holds):
+    """Rows ('u', provider, class name, amount used)."""
+    rc = tables.resource_classes
+    return (sa.select(sa.literal('u').label('kind'), ALLOC.c.resource_provider_id, rc.c.name,
+                      sa.func.sum(ALLOC.c.used))
+            .join(rc, rc.c.id == ALLOC.c.resource_class_id)
+            .where(holds(ALLOC.c.resource_provider_id))
+            .group_by(ALLOC.c.resource_provider_id, rc.c.name))
+
+
+def _in_trees(holds):
+    """``holds`` for the members of the trees whose roots ``holds`` selects.
+
+    Rows come per part rather than joined: with the providers given by a
+    subquery, planners badly underestimate how many there are and would
+    match every inventory against every usage row.
+    """
+    return lambda column: column.in_(sa.select(RP.c.id).where(holds(RP.c.root_provider_id)))
+
+
+_ALL = ByIds(lambda holds: sa.union_all(*_static_rows(holds), _usage_rows(holds)))
+_ALL_IN_TREES = ByIds(lambda holds: _ALL._build(_in_trees(holds)))
+_STATIC = ByIds(lambda holds: sa.union_all(*_static_rows(holds)))
+_USAGE = ByIds(_usage_rows)
+_USAGE_IN_TREES = ByIds(lambda holds: _usage_rows(_in_trees(holds)))
+
+
+class StaticCache:
+    """{provider id: (version, {class name: (capacity, 0)}, [trait])} of one
+    database: the summary of the provider while nothing is allocated on it.
+
+    ``version`` is (uuid, generation): an entry serves only while the
+    provider's generation is unchanged. It is kept only where provider ids
+    are never used twice (PostgreSQL's sequences, MariaDB's and MySQL's
+    persistent auto-increment): SQLite gives a deleted newest provider's id
+    to the next one, which could come back with the same uuid and
+    generation and other inventories.
+
+    Bounded: when full it starts again empty, which costs one cold request
+    and no bookkeeping on every hit.
+    """
+    LIMIT = 100000
+
+    def __init__(self):
+        self.entries = {}
+
+    def split(self, versions):
+        """(entries that are current, providers to read)."""
+        entries, stale = {}, []
+        get = self.entries.get
+        for rp, version in versions.items():
+            entry = get(rp)
+            if entry is not None and entry[0] == version:
+                entries[rp] = entry
+            else:
+                stale.append(rp)
+        return entries, stale
+
+    def store(self, found):
+        if len(self.entries) + len(found) > self.LIMIT:
+            self.entries = {}
+        self.entries.update(found)
+
+
+_CACHES = weakref.WeakKeyDictionary()   # {engine: StaticCache}
+_NO_REUSE = ('postgresql', 'mysql')
+
+
+def _cache_of(conn):
+    if conn.dialect.name not in _NO_REUSE:
+        return None
+    cache = _CACHES.get(conn.engine)
+    if cache is None:
+        cache = _CACHES[conn.engine] = StaticCache()
+    return cache
+
+
+def _static(versions, rows):
+    """Entries from 'i' and 't' rows; 'u' rows as {(provider, class name): used}."""
+    idle = {rp: {} for rp in versions}
+    traits = {rp: [] for rp in versions}
+    used = {}
+    for kind, rp, name, amount in rows:
+        if kind == 'i':
+            idle[rp][name] = (int(amount), 0)
+        elif kind == 't':
+            traits[rp].append(name)
+        else:
+            used[rp, name] = int(amount)
+    for names in traits.values():
+        names.sort()
+    return {rp: (versions[rp], idle[rp], traits[rp]) for rp in versions}, used
+
+
+def summaries_data(conn, versions, roots=None):
+    """Capacities with usage, and trait names, of the providers in
+    ``versions`` ({provider: (uuid, generation)}). When they are whole
+    trees, ``roots`` names them instead: a tenth of the ids to send and
+    match.
+
+    Returns ({provider: {class name: (capacity, used)}}, {provider: [trait]}).
+    """
+    cache = _cache_of(conn)
+    if cache is None:
+        entries, used = _static(versions, _ALL_IN_TREES.rows(conn, roots) if roots is not None
+                                else _ALL.rows(conn, versions))
+    else:
+        entries, stale = cache.split(versions)
+        if stale:
+            found, _ = _static({rp: versions[rp] for rp in stale}, _STATIC.rows(conn, stale))
+            cache.store(found)
+            entries.update(found)
+        _, used = _static({}, _USAGE_IN_TREES.rows(conn, roots) if roots is not None
+                          else _USAGE.rows(conn, versions))
+    resources = {rp: entry[1] for rp, entry in entries.items()}
+    for rp in {rp for rp, _ in used}:
+        resources[rp] = {name: (capacity, used.get((rp, name), 0))
+                         for name, (capacity, _) in resources[rp].items()}
+    return resources, {rp: entry[2] for rp, entry in entries.items()}
