@@ -63,11 +63,12 @@ class StaticCache:
     database: the summary of the provider while nothing is allocated on it.
 
     ``version`` is (uuid, generation): an entry serves only while the
-    provider's generation is unchanged. It is kept only where provider ids
-    are never used twice (PostgreSQL's sequences, MariaDB's and MySQL's
-    persistent auto-increment): SQLite gives a deleted newest provider's id
-    to the next one, which could come back with the same uuid and
-    generation and other inventories.
+    provider's generation is unchanged. That needs provider ids never to be
+    used twice, which PostgreSQL's sequences, MariaDB's and MySQL's
+    persistent auto-increment and SQLite's AUTOINCREMENT promise. A SQLite
+    database made before the schema asked for AUTOINCREMENT gives a deleted
+    newest provider's id to the next one (which could come back with the
+    same uuid and generation and other inventories): it gets no cache.
 
     Bounded: when full it starts again empty, which costs one cold request
     and no bookkeeping on every hit.
@@ -95,17 +96,23 @@ class StaticCache:
         self.entries.update(found)
 
 
-_CACHES = weakref.WeakKeyDictionary()   # {engine: StaticCache}
-_NO_REUSE = ('postgresql', 'mysql')
+_CACHES = weakref.WeakKeyDictionary()   # {engine: StaticCache or None}
+
+
+def _ids_never_reused(conn):
+    if conn.dialect.name != 'sqlite':
+        return True
+    sql = conn.exec_driver_sql("SELECT sql FROM sqlite_master WHERE type = 'table' "
+                               "AND name = 'resource_providers'").scalar()
+    return 'AUTOINCREMENT' in (sql or '').upper()
 
 
 def _cache_of(conn):
-    if conn.dialect.name not in _NO_REUSE:
-        return None
-    cache = _CACHES.get(conn.engine)
-    if cache is None:
-        cache = _CACHES[conn.engine] = StaticCache()
-    return cache
+    try:
+        return _CACHES[conn.engine]
+    except KeyError:
+        cache = _CACHES[conn.engine] = StaticCache() if _ids_never_reused(conn) else None
+        return cache
 
 
 def _static(versions, rows):

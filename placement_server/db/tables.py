@@ -45,7 +45,11 @@ resource_providers = sa.Table(
               sa.ForeignKey('resource_providers.id'), nullable=True, index=True),
     sa.Column('parent_provider_id', sa.Integer,
               sa.ForeignKey('resource_providers.id'), nullable=True, index=True),
-    *_timestamps())
+    *_timestamps(),
+    # SQLite would otherwise give a deleted newest provider's id to the next
+    # one; provider ids are never reused on any backend (the summaries of
+    # GET /allocation_candidates are kept per id and generation).
+    sqlite_autoincrement=True)
 
 inventories = sa.Table(
     'inventories', metadata,

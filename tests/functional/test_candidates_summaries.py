@@ -3,7 +3,10 @@ between requests (placement_server/db/candidates_summaries.py): every
 write through the API shows in the next answer, on every backend."""
 import uuid
 
+import sqlalchemy as sa
+
 from placement_server.db import candidates_summaries
+from tests import databases
 from tests.functional.client import make_provider
 
 QUERY = '/allocation_candidates?resources=VCPU:1'
@@ -68,3 +71,19 @@ def test_cache_starts_again_when_full(monkeypatch):
     assert cache.split({1: ('u', 1), 2: ('u', 2)}) == ({1: entry}, [2])
     cache.store({3: entry, 4: entry})
     assert set(cache.entries) == {3, 4}
+
+
+def test_no_cache_where_sqlite_may_reuse_provider_ids(tmp_path):
+    """A SQLite database whose providers table lacks AUTOINCREMENT (made
+    before the schema asked for it) gets no cache; a migrated one does."""
+    old = sa.create_engine('sqlite:///%s' % (tmp_path / 'old.sqlite'))
+    with old.connect() as conn:
+        conn.exec_driver_sql('CREATE TABLE resource_providers (id INTEGER PRIMARY KEY)')
+        assert candidates_summaries._cache_of(conn) is None
+    new = databases.TestDatabase('sqlite', str(tmp_path))
+    try:
+        with new.db.reader() as conn:
+            assert isinstance(candidates_summaries._cache_of(conn),
+                              candidates_summaries.StaticCache)
+    finally:
+        new.drop()

@@ -60,7 +60,8 @@ def upgrade():
     sa.ForeignKeyConstraint(['root_provider_id'], ['resource_providers.id'], name=op.f('fk_resource_providers_root_provider_id_resource_providers')),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_resource_providers')),
     sa.UniqueConstraint('name', name=op.f('uq_resource_providers_name')),
-    sa.UniqueConstraint('uuid', name=op.f('uq_resource_providers_uuid'))
+    sa.UniqueConstraint('uuid', name=op.f('uq_resource_providers_uuid')),
+    sqlite_autoincrement=True
     )
     with op.batch_alter_table('resource_providers', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_resource_providers_parent_provider_id'), ['parent_provider_id'], unique=False)
