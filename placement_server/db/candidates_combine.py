@@ -97,7 +97,10 @@ def _same_subtree(chains):
     one is the only one to check: its chain must lie within every other.
     """
     top = min(chains, key=len)
-    return all(top <= chain for chain in chains)
+    for chain in chains:
+        if not top <= chain:
+            return False
+    return True
 
 
 def merge(request, options, capacity, root_of, parent_of, stop_after=None, shared=True):
@@ -124,8 +127,10 @@ def merge(request, options, capacity, root_of, parent_of, stop_after=None, share
         return found
 
     def in_same_subtrees(combo):
-        return all(_same_subtree([chain(rp) for i in subtree for rp in combo[i].mapped])
-                   for subtree in subtrees)
+        for subtree in subtrees:
+            if not _same_subtree([chain(rp) for i in subtree for rp in combo[i].mapped]):
+                return False
+        return True
 
     isolate = request.group_policy == 'isolate'
     anchors = set.intersection(*(set(options[s]) for s in suffixes))
