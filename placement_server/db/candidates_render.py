@@ -43,15 +43,21 @@ def _provider_summaries(result, request, uuid):
     # object per distinct pair, shared, saves building thousands of equal
     # dicts (the JSON encoder writes each out anyway).
     shared = {}
+    # Providers with the same figures mostly share one resources object
+    # (candidates_summaries interns them): each is shown once, by identity
+    # (every one stays alive in result.summaries while this runs).
+    shown_as = {}
     summaries = {}
     for rp, (resources, traits) in result.summaries.items():
-        shown = {}
-        for name, pair in resources.items():
-            if every_class or name in requested:
-                amounts = shared.get(pair)
-                if amounts is None:
-                    amounts = shared[pair] = {'capacity': pair[0], 'used': pair[1]}
-                shown[name] = amounts
+        shown = shown_as.get(id(resources))
+        if shown is None:
+            shown = shown_as[id(resources)] = {}
+            for name, pair in resources.items():
+                if every_class or name in requested:
+                    amounts = shared.get(pair)
+                    if amounts is None:
+                        amounts = shared[pair] = {'capacity': pair[0], 'used': pair[1]}
+                    shown[name] = amounts
         summary = {'resources': shown}
         if with_traits:
             summary['traits'] = traits
