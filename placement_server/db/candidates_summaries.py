@@ -42,17 +42,20 @@ def _usage_rows(holds):
 
 
 def _in_trees(holds):
-    """``holds`` for the members of the trees whose roots ``holds`` selects.
-
-    Rows come per part rather than joined: with the providers given by a
-    subquery, planners badly underestimate how many there are and would
-    match every inventory against every usage row.
-    """
+    """``holds`` for the members of the trees whose roots ``holds`` selects."""
     return lambda column: column.in_(sa.select(RP.c.id).where(holds(RP.c.root_provider_id)))
 
 
-_ALL = ByIds(lambda holds: sa.union_all(*_static_rows(holds), _usage_rows(holds)))
-_ALL_IN_TREES = ByIds(lambda holds: _ALL._build(_in_trees(holds)))
+def _all_rows(holds):
+    # Usage comes as rows of its own rather than joined to the inventories:
+    # with the providers given by a subquery, planners badly underestimate
+    # how many there are and would match every inventory against every
+    # usage row.
+    return sa.union_all(*_static_rows(holds), _usage_rows(holds))
+
+
+_ALL = ByIds(_all_rows)
+_ALL_IN_TREES = ByIds(lambda holds: _all_rows(_in_trees(holds)))
 _STATIC = ByIds(lambda holds: sa.union_all(*_static_rows(holds)))
 _USAGE = ByIds(_usage_rows)
 _USAGE_IN_TREES = ByIds(lambda holds: _usage_rows(_in_trees(holds)))
@@ -124,8 +127,9 @@ def _cache_of(conn):
         return cache
 
 
-def _static(versions, rows):
-    """Entries from 'i' and 't' rows; 'u' rows as {(provider, class name): used}."""
+def _parse(versions, rows):
+    """Cache entries for ``versions`` from the 'i' and 't' rows, and the 'u'
+    rows as {(provider, class name): used}."""
     idle = {rp: {} for rp in versions}
     traits = {rp: [] for rp in versions}
     used = {}
@@ -151,15 +155,15 @@ def summaries_data(conn, versions, roots=None):
     """
     cache = _cache_of(conn)
     if cache is None:
-        entries, used = _static(versions, _ALL_IN_TREES.rows(conn, roots) if roots is not None
+        entries, used = _parse(versions, _ALL_IN_TREES.rows(conn, roots) if roots is not None
                                 else _ALL.rows(conn, versions))
     else:
         entries, stale = cache.split(versions)
         if stale:
-            found, _ = _static({rp: versions[rp] for rp in stale}, _STATIC.rows(conn, stale))
+            found, _ = _parse({rp: versions[rp] for rp in stale}, _STATIC.rows(conn, stale))
             cache.store(found)
             entries.update(found)
-        _, used = _static({}, _USAGE_IN_TREES.rows(conn, roots) if roots is not None
+        _, used = _parse({}, _USAGE_IN_TREES.rows(conn, roots) if roots is not None
                           else _USAGE.rows(conn, versions))
     resources = {rp: entry[1] for rp, entry in entries.items()}
     for rp in {rp for rp, _ in used}:
