@@ -98,10 +98,13 @@ class StaticCache:
         return entries, stale
 
     def store(self, found):
+        """Keep the entries ``found``; returns them as kept (interned)."""
         if len(self.entries) + len(found) > self.LIMIT:
             self.entries, self._interned = {}, {}
-        for rp, (version, idle, traits) in found.items():
-            self.entries[rp] = found[rp] = (version, self._intern(idle), self._intern(traits))
+        kept = {rp: (version, self._intern(idle), self._intern(traits))
+                for rp, (version, idle, traits) in found.items()}
+        self.entries.update(kept)
+        return kept
 
     def _intern(self, value):
         key = (type(value), tuple(value.items()) if isinstance(value, dict) else tuple(value))
@@ -161,8 +164,7 @@ def summaries_data(conn, versions, roots=None):
         entries, stale = cache.split(versions)
         if stale:
             found, _ = _parse({rp: versions[rp] for rp in stale}, _STATIC.rows(conn, stale))
-            cache.store(found)
-            entries.update(found)
+            entries.update(cache.store(found))
         _, used = _parse({}, _USAGE_IN_TREES.rows(conn, roots) if roots is not None
                           else _USAGE.rows(conn, versions))
     resources = {rp: entry[1] for rp, entry in entries.items()}
