@@ -35,8 +35,8 @@ import uuid as uuidlib
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, TOP)
 
-import psutil  # noqa: E402
 from oslo_config import cfg  # noqa: E402
+import psutil  # noqa: E402
 
 from bench import harness  # noqa: E402
 from tests.integration import agent_env  # noqa: E402

@@ -32,18 +32,17 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+import os_resource_classes  # noqa: E402
 import sqlalchemy as sa  # noqa: E402
 import webob.multidict  # noqa: E402
-
-import os_resource_classes  # noqa: E402
 
 from placement_server.db import api  # noqa: E402
 from placement_server.db import candidates  # noqa: E402
 from placement_server.db import candidates_request  # noqa: E402
 from placement_server.db import tables  # noqa: E402
 from tests import databases  # noqa: E402
-from tests.functional import client as client_mod  # noqa: E402
 from tests import upstream  # noqa: E402
+from tests.functional import client as client_mod  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -174,7 +173,51 @@ def median_ms(fn, repeat):
     return round(statistics.median(wall), 2), round(statistics.median(cpu), 2)
 
 
-def run(engine, providers, repeat, shape='flat'):
+# The steps of a request that --breakdown times: (module, function).
+STEPS = [('candidates_search', n) for n in ('resolve', 'single_providers', 'providers_per_class',
+                                             'tree_members', 'capacities')] + [
+    ('candidates_combine', n) for n in ('single_provider_options', 'spread_options', 'merge')] + [
+    ('candidates_summaries', 'summaries_data'), ('candidates_render', 'render'),
+    ('candidates', 'find')]
+
+
+def breakdown(send, repeat):
+    """{step: mean wall ms per request} of the STEPS while ``send()`` runs
+    ``repeat`` times, plus the whole request's median ('request').
+
+    Wall time in each step, database waits included: where a request's time
+    goes (SQL, combination, rendering), not what it costs the CPU.
+    """
+    import importlib
+    spent = {}
+    originals = []
+
+    def timed(module, name):
+        fn = getattr(module, name)
+
+        def wrapper(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent[name] = spent.get(name, 0.0) + time.perf_counter() - start
+        originals.append((module, name, fn))
+        setattr(module, name, wrapper)
+    for module_name, name in STEPS:
+        timed(importlib.import_module('placement_server.db.' + module_name), name)
+    try:
+        send()
+        spent.clear()
+        request = median_ms(send, repeat)
+    finally:
+        for module, name, fn in originals:
+            setattr(module, name, fn)
+    result = {name: round(seconds * 1000 / repeat, 2) for name, seconds in spent.items()}
+    result['request'] = request[0]
+    return result
+
+
+def run(engine, providers, repeat, shape='flat', with_breakdown=False):
     test_db = databases.TestDatabase(engine, tempfile.mkdtemp())
     query = QUERY if shape == 'flat' else NESTED_QUERY
     try:
@@ -190,6 +233,11 @@ def run(engine, providers, repeat, shape='flat'):
             with candidates.paused_gc(), test_db.db.reader() as conn:
                 candidates.find(conn, request)
         limited = '/allocation_candidates?' + query + '&limit=1000'
+        if with_breakdown:
+            return {'engine': engine, 'providers': providers, 'shape': shape,
+                    'candidates': count, 'breakdown_ms': breakdown(
+                        lambda: client.get('/allocation_candidates?' + query,
+                                           version=VERSION), repeat)}
         return {
             'engine': engine, 'providers': providers, 'shape': shape, 'candidates': count,
             'request_p50_ms': median_ms(lambda: client.get('/allocation_candidates?' + query,
@@ -245,8 +293,23 @@ def main():
     parser.add_argument('--upstream', action='store_true',
                         help='also time upstream placement on the same workload')
     parser.add_argument('--output', help='write the results as JSON here')
+    parser.add_argument('--breakdown', action='store_true',
+                        help='where our request\'s time goes: wall ms per step (no upstream)')
     args = parser.parse_args()
     results = []
+    if args.breakdown:
+        for engine in args.engine or ['sqlite']:
+            for n in args.providers or [1000]:
+                result = run(engine, n, args.repeat, args.shape, with_breakdown=True)
+                results.append(result)
+                steps = sorted(result['breakdown_ms'].items(), key=lambda kv: -kv[1])
+                print('%s %d %s (%d candidates): %s' % (
+                    engine, n, args.shape, result['candidates'],
+                    ', '.join('%s %s' % kv for kv in steps)), flush=True)
+        if args.output:
+            with open(args.output, 'w') as f:
+                json.dump(results, f, indent=1)
+        return
     for engine in args.engine or ['sqlite']:
         for n in args.providers or [1000]:
             ours = run(engine, n, args.repeat, args.shape)

@@ -16,12 +16,11 @@ import sys
 import time
 
 from oslo_config import cfg
-import webob
-
 from placement import conf as placement_conf
 from placement import db_api
 from placement import deploy
 from placement.db.sqlalchemy import migration
+import webob
 
 
 def make_conf(url):

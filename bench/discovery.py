@@ -25,11 +25,12 @@ TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if TOP not in sys.path:
     sys.path.insert(0, TOP)
 
-import yaml  # noqa: E402
 from oslo_config import cfg  # noqa: E402
+import yaml  # noqa: E402
 
 from tests.fixtures.sysfs import FakeHost  # noqa: E402
-from tracker.drivers import load_driver, options  # noqa: E402
+from tracker.drivers import load_driver  # noqa: E402
+from tracker.drivers import options  # noqa: E402
 
 MDEV_TYPES = {'nvidia-222': 16, 'nvidia-223': 8}
 
@@ -76,14 +77,15 @@ def host_conf(host, instances_file):
     conf = options.register(cfg.ConfigOpts())
     conf([], default_config_files=[])
     for name, value, group in (
-            ('sysfs_root', host.sys_root, 'host'),
-            ('proc_root', host.proc_root, 'host'),
-            ('instances_file', instances_file, 'host'),
-            ('instances_path', host.instances_path, 'compute'),
-            ('host', 'bench-node', 'compute'),
-            ('numa_providers', True, 'compute'),
+            ('sysfs_root', host.sys_root, 'tracker'),
+            ('proc_root', host.proc_root, 'tracker'),
+            ('instances_file', instances_file, 'tracker'),
+            ('instances_path', host.instances_path, None),
+            ('host', 'bench-node', None),
+            ('numa_providers', True, 'tracker'),
             ('device_spec', ['{"vendor_id": "8086", "product_id": "1515"}'],
              'pci'),
+            ('report_in_placement', True, 'pci'),
             ('enabled_mdev_types', ['nvidia-222'], 'devices')):
         conf.set_override(name, value, group)
     return conf
@@ -94,9 +96,10 @@ def libvirt_conf():
     conf([], default_config_files=[])
     xml = os.path.join(TOP, 'tests', 'libvirt', 'host-devices.xml')
     conf.set_override('connection_uri', 'test://' + xml, 'libvirt')
-    conf.set_override('images_pool', 'instances', 'libvirt')
+    conf.set_override('images_pool', 'instances', 'tracker')
     conf.set_override('device_spec', ['{"vendor_id": "8086", '
                                       '"product_id": "1515"}'], 'pci')
+    conf.set_override('report_in_placement', True, 'pci')
     conf.set_override('enabled_mdev_types', ['nvidia-222'], 'devices')
     return conf
 

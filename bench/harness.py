@@ -2,11 +2,12 @@
 
 Both run as real gunicorn processes with the same command line (sync
 workers, same count; tests/upstream.py builds it), each on its own fresh
-database of the same engine (SQLite file or PostgreSQL database), with
+database of the same engine (SQLite file, PostgreSQL or MariaDB database), with
 the same options. Both are up at once and a workload interleaves them
 call by call (``side_by_side``), so the noise of a shared machine weighs
-on both alike; the report functions turn the samples into latency distributions and ratios (upstream / ours for
-latency, ours / upstream for throughput: above 1 means ours is better).
+on both alike; the report functions turn the samples into latency
+distributions and ratios (upstream / ours for latency, ours / upstream for
+throughput: above 1 means ours is better).
 """
 import argparse
 import concurrent.futures
@@ -35,9 +36,12 @@ from placement_server.db import api as db_api  # noqa: E402
 from placement_server.db import migration  # noqa: E402
 from tests import upstream  # noqa: E402
 
-POSTGRESQL_ADMIN = os.environ.get(
-    'PLACEMENT_BENCH_POSTGRESQL', 'postgresql+psycopg2://postgres@127.0.0.1:5432/postgres')
-ENGINES = ('sqlite', 'postgresql')
+ADMIN_URLS = {
+    'postgresql': os.environ.get('PLACEMENT_BENCH_POSTGRESQL',
+                                 'postgresql+psycopg2://postgres@127.0.0.1:5432/postgres'),
+    'mysql': os.environ.get('PLACEMENT_BENCH_MYSQL', 'mysql+pymysql://root@127.0.0.1:3306/mysql'),
+}
+ENGINES = ('sqlite', 'postgresql', 'mysql')
 
 
 class OurPlacement(upstream.PlacementServer):
@@ -47,6 +51,17 @@ class OurPlacement(upstream.PlacementServer):
 
     def gunicorn(self):
         return os.path.join(os.path.dirname(sys.executable), 'gunicorn')
+
+    def start(self):
+        # gunicorn puts its working directory first on sys.path: linked
+        # there, this tree's code is what serves, whatever the virtualenv's
+        # editable install points at (a bench run from a snapshot of a
+        # commit measures that commit while the work tree moves on).
+        os.makedirs(self.workdir, exist_ok=True)
+        link = os.path.join(self.workdir, 'placement_server')
+        if not os.path.lexists(link):
+            os.symlink(os.path.join(TOP, 'placement_server'), link)
+        return super().start()
 
     def sync_db(self):
         db = db_api.Database(self.db_url)
@@ -69,7 +84,7 @@ class ScratchDatabase:
             self.url = 'sqlite:///%s' % os.path.join(workdir, name + '.sqlite')
             self._admin = None
         else:
-            admin = sa.engine.make_url(POSTGRESQL_ADMIN)
+            admin = sa.engine.make_url(ADMIN_URLS[engine])
             self._admin = sa.create_engine(admin, isolation_level='AUTOCOMMIT')
             with self._admin.connect() as conn:
                 conn.exec_driver_sql('CREATE DATABASE %s' % name)
@@ -82,7 +97,8 @@ class ScratchDatabase:
     def __exit__(self, *exc):
         if self._admin is not None:
             with self._admin.connect() as conn:
-                conn.exec_driver_sql('DROP DATABASE IF EXISTS %s WITH (FORCE)' % self.name)
+                conn.exec_driver_sql('DROP DATABASE IF EXISTS %s%s' % (
+                    self.name, ' WITH (FORCE)' if self.engine == 'postgresql' else ''))
             self._admin.dispose()
 
 

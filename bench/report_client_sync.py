@@ -29,8 +29,11 @@ sys.path.insert(0, TOP)
 
 from bench import harness  # noqa: E402
 from placement_server.direct import PlacementDirect  # noqa: E402
-from tests.functional.report_client_fixtures import Placement, http_adapter  # noqa: E402
-from tracker.providers.provider import Provider, inventory, stable_uuid  # noqa: E402
+from tests.functional.report_client_fixtures import Placement  # noqa: E402
+from tests.functional.report_client_fixtures import http_adapter  # noqa: E402
+from tracker.providers.provider import Provider  # noqa: E402
+from tracker.providers.provider import inventory  # noqa: E402
+from tracker.providers.provider import stable_uuid  # noqa: E402
 
 STEPS = ('first sync', 'steady sync', 'one-change sync', 'refresh sync', 'fetch tree')
 

@@ -44,7 +44,7 @@ def keystone_conf_missing(conf):
     """The [keystone_authtoken] options auth_token cannot work without and
     that ``conf`` lacks (registering the group's options as needed)."""
     from keystoneauth1 import loading
-    from keystonemiddleware.auth_token import _opts   # its oslo.config.opts entry point
+    from keystonemiddleware.auth_token import _opts  # its oslo.config.opts entry point
 
     for group, opts in _opts.list_opts():
         conf.register_opts(opts, group=group)

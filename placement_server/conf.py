@@ -23,10 +23,29 @@ database_opts = [
                     'mysql+pymysql://USER@HOST/DB.'),
     cfg.BoolOpt('sync_on_startup', default=False,
                 help='Create or upgrade the schema when the service starts.'),
+    # The rest are oslo.db's options of the same names (not for SQLite).
     cfg.IntOpt('max_pool_size', default=5, min=1,
-               help='Connections each worker keeps open (not for SQLite).'),
+               help='Connections each worker keeps open.'),
     cfg.IntOpt('max_overflow', default=10, min=0,
                help='Connections a worker may open beyond the pool.'),
+    cfg.IntOpt('pool_timeout', min=1,
+               help='Seconds to wait for a connection from the pool '
+                    '(unset: 30).'),
+    cfg.IntOpt('connection_recycle_time', default=3600,
+               help='Connections older than this many seconds are replaced '
+                    'when next taken from the pool.'),
+    cfg.StrOpt('mysql_sql_mode', default='TRADITIONAL',
+               help='The SQL mode of MySQL/MariaDB sessions; an empty value '
+                    'leaves the server\'s.'),
+    cfg.IntOpt('mysql_wsrep_sync_wait', min=0, max=15,
+               help='Galera only: wsrep_sync_wait of every session. 1 makes '
+                    'each read wait until its node has applied every write '
+                    'the cluster committed before it, so a client sees its '
+                    'own writes through any API host (recommended when API '
+                    'hosts use different nodes). Unset: the server\'s.'),
+    cfg.StrOpt('connection_parameters', default='',
+               help='Extra query parameters for the connection URL, e.g. '
+                    '"connect_timeout=5".'),
 ]
 
 api_opts = [

@@ -55,8 +55,12 @@ def open_database(conf):
         if url.database and url.database != ':memory:':
             os.makedirs(os.path.dirname(os.path.abspath(url.database)), exist_ok=True)
     else:
-        kwargs = {'pool_size': conf.placement_database.max_pool_size,
-                  'max_overflow': conf.placement_database.max_overflow}
+        group = conf.placement_database
+        kwargs = {name: group[name] for name in (
+            'max_pool_size', 'max_overflow', 'pool_timeout', 'connection_recycle_time',
+            'mysql_sql_mode', 'mysql_wsrep_sync_wait', 'connection_parameters')}
+        # oslo.db's: an empty SQL mode leaves the server's
+        kwargs['mysql_sql_mode'] = kwargs['mysql_sql_mode'] or None
     return db_api.Database(url, **kwargs)
 
 

@@ -5,6 +5,9 @@ document (``{"errors": [{status, title, detail, code, request_id}]}``).
 The ``code`` values are part of the wire contract (microversion 1.23+):
 clients branch on them, so never rename one.
 """
+import contextlib
+from typing import Iterator
+
 import webob.exc
 
 UNDEFINED = 'placement.undefined_code'
@@ -23,7 +26,8 @@ class PlacementError(Exception):
     status = 400
     code = UNDEFINED
 
-    def __init__(self, detail, code=None, headers=None):
+    def __init__(self, detail: str, code: str | None = None,
+                 headers: dict[str, str] | None = None) -> None:
         super().__init__(detail)
         self.detail = detail
         if code:
@@ -31,12 +35,30 @@ class PlacementError(Exception):
         self.headers = headers or {}
 
     @property
-    def title(self):
+    def title(self) -> str:
         return webob.exc.status_map[self.status].title
 
 
 class BadRequest(PlacementError):
     status = 400
+
+
+class ResourceClassNotFound(BadRequest):
+    """A request names a resource class that does not exist."""
+
+
+@contextlib.contextmanager
+def worded(error_class: type[PlacementError], prefix: str) -> Iterator[None]:
+    """Errors of ``error_class`` raised inside read '<prefix><detail>':
+    upstream words the same failure after the call it happened in
+    ("Unable to allocate inventory for consumer X: No such resource
+    class Y."), and clients and operators match on those texts."""
+    try:
+        yield
+    except error_class as e:
+        e.detail = prefix + e.detail
+        e.args = (e.detail,)
+        raise
 
 
 class Unauthorized(PlacementError):
@@ -53,6 +75,12 @@ class NotFound(PlacementError):
 
 class MethodNotAllowed(PlacementError):
     status = 405
+
+
+def method_not_allowed(method: str, allowed: str) -> 'MethodNotAllowed':
+    """405 naming the refused method, with the Allow header."""
+    return MethodNotAllowed('The method %s is not allowed for this resource.' % method,
+                            headers={'Allow': allowed})
 
 
 class NotAcceptable(PlacementError):

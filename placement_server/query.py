@@ -1,31 +1,127 @@
 """The query parameters that select providers, parsed per microversion.
 
-``member_of``, ``required``, ``resources`` and ``in_tree`` mean the same on
-GET /resource_providers and GET /allocation_candidates; both parse them
-here into plain values (groups of uuids or trait names, amounts by class
-name) that ``db.provider_filters`` turns into SQL.
+``resources``, ``required``, ``member_of`` and ``in_tree`` mean the same on
+GET /resource_providers and GET /allocation_candidates (and its numbered
+groups): both parse them here into plain values (amounts by class name,
+groups of trait names or aggregate uuids) that the queries turn into SQL.
+Error texts are upstream's: clients and upstream's tests match on them.
 """
 import uuid as uuidlib
 
 from placement_server import errors
+from placement_server import microversion
+
+# ([any-of set, ...], {forbidden}): a provider must hold one of every set
+Groups = tuple[list[frozenset[str]], set[str]]
+
+_BAD = 'Invalid query string parameters: '
 
 
-def _bad(detail):
-    return errors.BadRequest('Invalid query string parameters: %s' % detail)
+def is_uuid(value: str) -> bool:
+    try:
+        uuidlib.UUID(value)
+    except ValueError:
+        return False
+    return True
 
 
-def _uuids(text, value):
-    found = []
-    for item in text.split(','):
+def parse_resources(value: str) -> dict[str, int]:
+    """'VCPU:2,MEMORY_MB:1024' -> {'VCPU': 2, 'MEMORY_MB': 1024}"""
+    form = ('Badly formed resources parameter. Expected resources query string '
+            'parameter in form: ?resources=VCPU:2,MEMORY_MB:1024. Got: %s.')
+    if not value.strip():
+        raise errors.BadRequest(form % 'empty string')
+    result: dict[str, int] = {}
+    for item in value.split(','):
+        parts = item.split(':')
+        if len(parts) != 2 or not parts[0]:
+            raise errors.BadRequest(form % item)
+        name, text = parts
         try:
-            found.append(str(uuidlib.UUID(item)))
+            amount = int(text)
         except ValueError:
-            raise _bad("Expected 'member_of' parameter to contain valid UUID(s). "
-                       "Got: %s" % value)
-    return found
+            raise errors.BadRequest('Requested resource %s expected positive integer '
+                                    'amount. Got: %s.' % (name, text))
+        if amount < 1:
+            raise errors.BadRequest('Requested resource %s requires amount >= 1. '
+                                    'Got: %d.' % (name, amount))
+        # Beyond any capacity (matches nothing) yet within database integers.
+        result[name] = min(amount, 2 ** 53)
+    return result
 
 
-def parse_member_of(values, version):
+def parse_traits(value: str, allow_forbidden: bool, allow_any_of: bool) -> Groups:
+    """One ``required`` value -> ([frozenset any-of, ...], {forbidden}).
+
+    ``A,B`` requires each, ``!A`` forbids (1.22), ``in:A,B`` requires one
+    of them (1.39).
+    """
+    if value.startswith('in:'):
+        if not allow_any_of:
+            raise errors.BadRequest(
+                _BAD + "The format 'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' only supported "
+                "since microversion 1.39. Got: %s" % value)
+        any_of = {t.strip() for t in value[3:].split(',')}
+        if not all(any_of):
+            raise errors.BadRequest(
+                _BAD + "Expected 'required' parameter value of the form: "
+                "in:HW_CPU_X86_VMX,CUSTOM_MAGIC. Got an empty trait in: %s" % value)
+        if any(n.startswith('!') for n in any_of):
+            raise errors.BadRequest(
+                _BAD + "The format 'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' does not support "
+                "forbidden traits. Got: %s" % value)
+        return [frozenset(any_of)], set()
+    names = [t.strip() for t in value.split(',')]
+    # As upstream, any number of leading '!' forbid once.
+    forbidden = {n.lstrip('!') for n in names if n.startswith('!')}
+    if not all(names) or not all(forbidden):
+        form = ('HW_CPU_X86_VMX,!CUSTOM_MAGIC' if allow_forbidden
+                else 'HW_CPU_X86_VMX,CUSTOM_MAGIC')
+        raise errors.BadRequest(
+            _BAD + "Expected 'required' parameter value of the form: %s. "
+            "Got an empty trait in: %s" % (form, value))
+    if forbidden and not allow_forbidden:
+        raise errors.BadRequest(
+            _BAD + "Expected 'required' parameter value of the form: "
+            "HW_CPU_X86_VMX,CUSTOM_MAGIC. Got: %s" % value)
+    return [frozenset([n]) for n in names if not n.startswith('!')], forbidden
+
+
+def parse_member_of_value(value: str) -> tuple[set[str], set[str]]:
+    """One ``member_of`` value -> (required any-of set, forbidden set)."""
+    if ',' in value and not value.startswith(('in:', '!in:')):
+        raise errors.BadRequest(
+            "Multiple values for 'member_of' must be prefixed with the 'in:' or "
+            "'!in:' keyword using the valid microversion. Got: %s" % value)
+    required: set[str] = set()
+    forbidden: set[str] = set()
+    if value.startswith('!in:'):
+        forbidden = set(value[4:].split(','))
+    elif value.startswith('!'):
+        forbidden = {value[1:]}
+    elif value.startswith('in:'):
+        required = set(value[3:].split(','))
+    else:
+        required = {value}
+    for agg in required | forbidden:
+        if not is_uuid(agg):
+            raise errors.BadRequest(
+                _BAD + "Expected 'member_of' parameter to contain valid UUID(s). "
+                "Got: %s" % agg)
+    return ({str(uuidlib.UUID(a)) for a in required},
+            {str(uuidlib.UUID(a)) for a in forbidden})
+
+
+def parse_in_tree(value: str) -> str:
+    """An ``in_tree`` value -> the provider uuid, normalized."""
+    if not is_uuid(value.strip()):
+        raise errors.BadRequest(
+            _BAD + "Expected 'in_tree' parameter to be a format of uuid. Got: %s" % value)
+    return str(uuidlib.UUID(value.strip()))
+
+
+def parse_member_of(values: list[str], version: microversion.Version,
+                    suffix: str = '') -> tuple[list[set[str]], set[str]]:
     """(groups, forbidden): providers must be in one aggregate of every
     group (AND of ORs) and in none of ``forbidden``.
 
@@ -33,90 +129,34 @@ def parse_member_of(values, version):
     ANDs groups (1.24); ``!A`` and ``!in:A,B`` forbid (1.32).
     """
     if len(values) > 1 and version < (1, 24):
-        raise _bad('Multiple member_of parameters are not supported before '
-                   'microversion 1.24.')
-    groups, forbidden = [], set()
+        raise errors.BadRequest('Multiple member_of%s parameters are not supported'
+                                % suffix)
+    groups: list[set[str]] = []
+    forbidden: set[str] = set()
     for value in values:
-        text, negate = value, False
-        if text.startswith('!'):
+        required, refused = parse_member_of_value(value)
+        if required:
+            groups.append(required)
+        if refused:
             if version < (1, 32):
-                raise errors.BadRequest('Forbidden member_of parameters are not '
-                                        'supported before microversion 1.32.')
-            text, negate = text[1:], True
-        if text.startswith('in:'):
-            uuids = _uuids(text[3:], value)
-        else:
-            uuids = _uuids(text, value)
-            if len(uuids) > 1:
-                raise errors.BadRequest("Multiple values for 'member_of' must be "
-                                        "prefixed with 'in:' or '!in:'. Got: %s" % value)
-        if negate:
-            forbidden.update(uuids)
-        else:
-            groups.append(set(uuids))
+                raise errors.BadRequest('Forbidden member_of%s parameters are not '
+                                        'supported in the specified microversion' % suffix)
+            forbidden |= refused
     return groups, forbidden
 
 
-def _trait_names(text, value):
-    names = text.split(',')
-    if not all(n.lstrip('!') for n in names):
-        raise _bad("Expected 'required' parameter value of the form: "
-                   "HW_CPU_X86_VMX,!CUSTOM_MAGIC. Got an empty trait in: %s" % value)
-    return names
-
-
-def parse_required(values, version):
+def parse_required(values: list[str], version: microversion.Version) -> Groups:
     """(groups, forbidden) trait names: a provider has one trait of every
     group and none of ``forbidden``.
 
-    ``required=A,B`` requires each (1.18); ``!A`` forbids (1.22);
-    ``in:A,B`` is an any-of group and the parameter repeats (1.39); before
-    that, as upstream does, only the last ``required`` counts.
+    Before 1.39, as upstream does, only the last ``required`` counts.
     """
     if version < (1, 39):
         values = values[-1:]
-    groups, forbidden = [], set()
+    groups: list[frozenset[str]] = []
+    forbidden: set[str] = set()
     for value in values:
-        if value.startswith('in:'):
-            if version < (1, 39):
-                raise _bad("The format 'in:A,B' is supported from microversion "
-                           "1.39. Got: %s" % value)
-            names = _trait_names(value[3:], value)
-            if any(n.startswith('!') for n in names):
-                raise _bad("Forbidden traits cannot be inside an 'in:' group. "
-                           "Got: %s" % value)
-            groups.append(set(names))
-            continue
-        for name in _trait_names(value, value):
-            if name.startswith('!'):
-                if version < (1, 22):
-                    raise _bad("Expected 'required' parameter value of the form: "
-                               "HW_CPU_X86_VMX,CUSTOM_MAGIC. Got: %s" % value)
-                forbidden.add(name[1:])
-            else:
-                groups.append({name})
+        required, refused = parse_traits(value, version >= (1, 22), version >= (1, 39))
+        groups += required
+        forbidden |= refused
     return groups, forbidden
-
-
-def parse_resources(value):
-    """{class name: amount} from ``VCPU:2,MEMORY_MB:1024``."""
-    amounts = {}
-    for item in value.split(','):
-        name, sep, amount = item.partition(':')
-        if not sep or not name or not amount:
-            raise errors.BadRequest(
-                'Badly formed resources parameter. Expected resources query '
-                'string parameter in form: ?resources=VCPU:2,MEMORY_MB:1024. '
-                'Got: %s.' % (value or 'empty string'))
-        try:
-            amount = int(amount)
-        except ValueError:
-            amount = 0
-        if amount < 1:
-            raise errors.BadRequest(
-                'Requested resource %s expected positive integer amount. '
-                'Got: %s.' % (name, item.partition(':')[2]))
-        # More than any provider can hold matches nothing, as upstream on
-        # PostgreSQL answers; unbounded, it overflows the database's integers.
-        amounts[name] = min(amount, 2 ** 53)
-    return amounts

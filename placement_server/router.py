@@ -31,8 +31,6 @@ class Router:
             handler = methods.get(method)
             if not handler:
                 allowed = ', '.join(sorted(methods))
-                raise errors.MethodNotAllowed(
-                    'The method specified is not allowed for this resource.',
-                    headers={'Allow': allowed})
+                raise errors.method_not_allowed(method, allowed)
             return handler, m.groupdict()
         raise errors.NotFound('The resource could not be found.')

@@ -176,10 +176,17 @@ def _holds_nul(value):
     return False
 
 
+def _describe(error):
+    """A schema error as upstream words it: the validator's whole text
+    (message, "Failed validating ... in schema[...]", the instance) on one
+    line. Clients and upstream's tests match on its parts."""
+    return str(error).replace('\n', ' ').rstrip()
+
+
 def validate(data, schema, what='JSON'):
     error = _check(data, schema)
     if error is not None:
-        raise errors.BadRequest('%s does not validate: %s' % (what, error.message))
+        raise errors.BadRequest('%s does not validate: %s' % (what, _describe(error)))
 
 
 def query_params(req, schema):
@@ -194,7 +201,7 @@ def query_params(req, schema):
         raise errors.BadRequest('Invalid query string parameters: not UTF-8')
     error = _check(params, schema)
     if error is not None:
-        raise errors.BadRequest('Invalid query string parameters: %s' % error.message)
+        raise errors.BadRequest('Invalid query string parameters: %s' % _describe(error))
     return params
 
 

@@ -11,6 +11,7 @@ WSGI servers import ``placement_server.wsgi_app:application``, which
 placement_server.deploy builds with the operator layers (health check,
 metrics, request log, CORS) around ``make_app``.
 """
+import html
 import json
 import logging
 import re
@@ -42,6 +43,49 @@ def _error_body(err, request_id, version):
     return json.dumps({'errors': [error]}).encode('utf-8')
 
 
+_HTML = """<html>
+ <head>
+  <title>%(status)s</title>
+ </head>
+ <body>
+  <h1>%(status)s</h1>
+  %(detail)s
+ </body>
+</html>"""
+
+
+def _error_response(err, request_id, version, accept):
+    """The error as placement's JSON document; as an HTML page (as upstream,
+    through webob) only for a client that asks for HTML rather than JSON."""
+    offers = accept and webob.acceptparse.create_accept_header(accept).acceptable_offers(
+        ['application/json', 'text/html'])
+    wants_html = bool(offers) and offers[0][0] == 'text/html'
+    if wants_html:
+        resp = webob.Response(status=err.status, content_type='text/html', charset='utf-8')
+        resp.text = _HTML % {'status': html.escape(resp.status),
+                             'detail': html.escape(err.detail)}
+    else:
+        resp = webob.Response(status=err.status, content_type='application/json',
+                              charset='utf-8')
+        resp.body = _error_body(err, request_id, version)
+    resp.headers.update(err.headers)
+    return resp
+
+
+def _check_body_headers(environ):
+    """A body must say its type; its length must be a number (400 before
+    routing, as upstream)."""
+    length = environ.get('CONTENT_LENGTH')
+    if not length:
+        return
+    try:
+        length = int(length)
+    except ValueError:
+        raise errors.BadRequest('content-length header must be an integer')
+    if length > 0 and not environ.get('CONTENT_TYPE'):
+        raise errors.BadRequest('content-type header required when content-length > 0')
+
+
 class Dispatcher:
     """Innermost app: context, route, handler."""
 
@@ -66,6 +110,7 @@ class Dispatcher:
         if '\x00' in path or b'\x00' in urllib.parse.unquote_to_bytes(
                 environ.get('QUERY_STRING', '')):
             raise errors.BadRequest('NUL characters are not allowed in the URL.')
+        _check_body_headers(environ)
         handler, kwargs = self.router.match(req.method, path)
         resp = handler(req, **kwargs)
         return resp(environ, start_response)
@@ -99,23 +144,18 @@ class PlacementApp:
             environ['placement.microversion'] = version
             resp = webob.Request(environ).get_response(self.app)
         except errors.PlacementError as err:
-            resp = webob.Response(status=err.status, content_type='application/json',
-                                  charset='utf-8')
-            resp.body = _error_body(err, request_id, version)
-            resp.headers.update(err.headers)
+            resp = _error_response(err, request_id, version, environ.get('HTTP_ACCEPT'))
         except Exception:
             LOG.exception('unexpected error handling %s %s',
                           environ.get('REQUEST_METHOD'), environ.get('PATH_INFO'))
             err = errors.PlacementError('An unexpected error occurred; the '
                                         'server log has the details.')
             err.status = 500
-            resp = webob.Response(status=500, content_type='application/json',
-                                  charset='utf-8')
-            resp.body = _error_body(err, request_id, version)
+            resp = _error_response(err, request_id, version, environ.get('HTTP_ACCEPT'))
         resp.headers['x-openstack-request-id'] = request_id
         if version is not None:
             resp.headers['OpenStack-API-Version'] = microversion.response_header(version)
-        resp.headers['Vary'] = microversion.HEADER
+        resp.headers['Vary'] = microversion.HEADER.lower()   # as upstream writes it
         return resp(environ, start_response)
 
 

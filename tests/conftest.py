@@ -24,3 +24,16 @@ def database(request, _databases):
     test_db = _databases(request.param)
     test_db.reset()
     return test_db.db
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Print the upstream conformance counts the tests recorded (works
+    under xdist: user properties travel with the reports)."""
+    lines = [value for report in terminalreporter.stats.get('passed', [])
+             + terminalreporter.stats.get('failed', [])
+             for name, value in getattr(report, 'user_properties', ())
+             if name == 'conformance' and report.when == 'call']
+    if lines:
+        terminalreporter.section('upstream conformance')
+        for line in sorted(lines):
+            terminalreporter.write_line(line)

@@ -6,6 +6,9 @@ schema and the seeded standard resource classes and traits. Where the
 servers live can be changed with PLACEMENT_TEST_POSTGRESQL and
 PLACEMENT_TEST_MYSQL (admin URLs); they are expected to be up: a test
 that cannot reach them fails, it does not skip.
+
+PLACEMENT_TEST_BACKENDS (comma-separated) narrows the engines: the quick
+tier (``tools/run-tests.sh --quick``) runs on SQLite alone.
 """
 import os
 import uuid
@@ -18,7 +21,8 @@ from placement_server.db import api
 from placement_server.db import migration
 from placement_server.db import tables
 
-BACKENDS = ('sqlite', 'postgresql', 'mysql')
+BACKENDS = tuple(os.environ.get('PLACEMENT_TEST_BACKENDS', 'sqlite,postgresql,mysql')
+                 .split(','))
 
 ADMIN_URLS = {
     'postgresql': os.environ.get('PLACEMENT_TEST_POSTGRESQL',

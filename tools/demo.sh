@@ -45,14 +45,15 @@ fi
 echo "demo: discovery driver: $driver"
 
 cat >"$work/tracker.conf" <<CONF
+[DEFAULT]
+instances_path = $work
 [tracker]
 state_path = $work/state
 driver = $driver
 notifications = false
 rpc = false
-provider_config_location = $work/provider_config
 [compute]
-instances_path = $work
+provider_config_location = $work/provider_config
 [placement]
 auth_type = admin_token
 token = admin

@@ -1,8 +1,24 @@
 #!/usr/bin/env bash
-# The whole test suite: unit, functional (in process, on SQLite, PostgreSQL
-# and MariaDB) and integration (real server and agent processes, RabbitMQ,
-# upstream placement). Extra arguments go to pytest.
+# The whole test suite: lint (ruff), types (mypy), unit, functional (in
+# process, on SQLite, PostgreSQL and MariaDB), integration (real server and
+# agent processes, RabbitMQ, libvirtd, upstream placement and its clients)
+# and upstream placement's own functional suite against our server.
+#
+#   tools/run-tests.sh            everything (CI)
+#   tools/run-tests.sh --quick    lint, types, unit, functional and property
+#                                 tests on SQLite: no database server,
+#                                 RabbitMQ or side virtualenv needed
+#
+# Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup-env.sh
+.venv/bin/ruff check .
+.venv/bin/mypy
+if [ "${1:-}" = "--quick" ]; then
+    shift
+    export PLACEMENT_TEST_BACKENDS=sqlite
+    exec .venv/bin/python -m pytest -n "${TEST_WORKERS:-2}" -p no:cacheprovider \
+        -m 'not integration' tests/unit tests/functional tests/property "$@"
+fi
 exec .venv/bin/python -m pytest -n "${TEST_WORKERS:-2}" -p no:cacheprovider "$@"

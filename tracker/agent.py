@@ -88,6 +88,9 @@ class Agent(service.ServiceBase):
     def _ensure_parts(self):
         if self.driver is None:
             self.driver = load_driver(self.conf)
+            # the fake driver reports a host of its own: the agent (RPC
+            # server, publisher, ownership file) takes its name
+            self.host = self.driver.configured_host() or self.host
         if self.client is None:
             self.client = report_client.ReportClient(
                 conf=self.conf, state_file=ownership.path_for(
@@ -99,8 +102,12 @@ class Agent(service.ServiceBase):
         snapshot = self.driver.discover()
         if self._provider_config is None:
             self._provider_config = provider_config.ProviderConfigSource(
-                self.conf.tracker.provider_config_location)
-        overlays = self._provider_config.load()
+                self.conf.compute.provider_config_location)
+        try:
+            overlays = self._provider_config.load()
+        finally:
+            self.metrics.provider_config_valid.set(
+                0 if self._provider_config.error else 1)
         if overlays:
             tree = tree_mod.as_tree(snapshot.providers)
             provider_config.apply(overlays, tree, snapshot.root.uuid)
@@ -126,6 +133,10 @@ class Agent(service.ServiceBase):
     def _cycle(self):
         try:
             snapshot = self.discover()
+        except provider_config.ProviderConfigError as exc:
+            return self._failed(CycleResult(
+                False, bool(self.reachable),
+                error='provider config not applied, nothing written: %s' % exc))
         except Exception as exc:
             return self._failed(CycleResult(False, bool(self.reachable),
                                             error='discovery failed: %s' % exc))
@@ -133,6 +144,9 @@ class Agent(service.ServiceBase):
         self.client.new_request_id()
         before = self.client.counters.snapshot()
         try:
+            # One GET even when nothing changed here: placement gone, or
+            # changed behind our back, shows within a cycle or two.
+            self.client.check(snapshot.root.uuid)
             synced = self.client.sync(snapshot.providers, snapshot.instances)
             allocated = self.client.sync_allocations(
                 snapshot.root.uuid, snapshot.instances,
@@ -254,7 +268,7 @@ class Agent(service.ServiceBase):
         self._thread.start()
         self.sd.ready('agent %s started' % self.host)
         LOG.info('agent %s started: driver %s, every %ss (+ up to %ss)',
-                 self.host, opts.driver, opts.interval, opts.jitter)
+                 self.host, self.driver.name, opts.interval, opts.jitter)
 
     def _start_rpc(self):
         """Listen for RPC from a thread of its own: while the broker is

@@ -2,15 +2,15 @@
 
 Options marked ``mutable`` are re-read on SIGHUP without a restart.
 """
-import socket
-
 from oslo_config import cfg
 
 GROUP = 'tracker'
 
 tracker_opts = [
-    cfg.StrOpt('driver', default='host',
-               help='Discovery driver: libvirt, host or fake.'),
+    cfg.StrOpt('driver', choices=['libvirt', 'host', 'fake'],
+               help='Discovery driver. Default: libvirt when nova\'s '
+                    '[DEFAULT] compute_driver is libvirt.LibvirtDriver, '
+                    'else host (sysfs, procfs, psutil).'),
     cfg.IntOpt('interval', default=60, min=1, mutable=True,
                help='Seconds between two cycles (discover, then sync).'),
     cfg.IntOpt('jitter', default=10, min=0, mutable=True,
@@ -44,7 +44,8 @@ tracker_opts = [
                     'aggregates it wrote (ownership-<host>.json), so that '
                     'after a restart it still removes those the host no '
                     'longer reports and never those others wrote. Empty: '
-                    'in memory only.'),
+                    'in memory only. (nova\'s [DEFAULT] state_path is '
+                    'nova\'s.)'),
     cfg.StrOpt('aggregates_file',
                help='YAML description of the host aggregates (see '
                     'etc/aggregates.yaml) used by "tracker-manage '
@@ -55,9 +56,9 @@ tracker_opts = [
 def host(conf):
     """This agent's name: the RPC server and the notification publisher.
 
-    The same as the compute node's ([compute] host, else the hostname).
+    The same as the compute node's: nova's [DEFAULT] host.
     """
-    return conf.compute.host or socket.gethostname()
+    return conf.host
 
 
 def register_opts(conf):
@@ -66,5 +67,4 @@ def register_opts(conf):
 
 
 def list_opts():
-    from tracker.providers import config as provider_config
-    return [(GROUP, tracker_opts + provider_config.opts)]
+    return [(GROUP, list(tracker_opts))]

@@ -8,17 +8,18 @@ An aggregates file describes aggregates by name, uuid and host names::
         hosts: [compute1, compute2]
 
 Placement only knows aggregate uuids, on providers; a host belongs to an
-aggregate when its compute node (root) provider does. The file is
-authoritative for the hosts it names: each is added to the aggregates
-listing it and removed from the other aggregates of the file. Every write
-that fails is a warning; running the sync again reconciles.
+aggregate when its compute node (root) provider does. The file is the
+whole truth for the aggregates it lists: their members become exactly the
+hosts listed (added, and removed when they are not listed). Aggregates the
+file does not list are left alone, and so are sharing providers in them.
+The report says what was done to each membership, and why one failed.
 """
 import dataclasses
 import logging
 import uuid as uuidlib
 
-import yaml
 from oslo_utils import uuidutils
+import yaml
 
 LOG = logging.getLogger(__name__)
 
@@ -90,42 +91,73 @@ def find(aggregates, name_or_uuid):
                              'from the aggregates file)' % name_or_uuid)
 
 
+EXIT_OK = 0
+EXIT_FAILED = 1         # placement refused or did not answer: run the sync again
+EXIT_UNKNOWN_HOST = 3   # the file names hosts placement does not have
+
+
 @dataclasses.dataclass
 class SyncReport:
-    members: list = dataclasses.field(default_factory=list)   # (aggregate, host)
-    outside: list = dataclasses.field(default_factory=list)
-    failed: list = dataclasses.field(default_factory=list)    # (verb, aggregate, host)
+    done: list = dataclasses.field(default_factory=list)     # (outcome, aggregate, host)
+    failed: list = dataclasses.field(default_factory=list)   # (what, why)
+    unknown: list = dataclasses.field(default_factory=list)  # (aggregate, host, why)
+
+    @property
+    def exit_code(self):
+        if self.failed:
+            return EXIT_FAILED
+        return EXIT_UNKNOWN_HOST if self.unknown else EXIT_OK
 
     def as_text(self):
-        lines = ['%s in %s' % (h, a) for a, h in self.members]
-        lines += ['%s not in %s' % (h, a) for a, h in self.outside]
-        lines += ['FAILED to %s %s / %s' % f for f in self.failed]
-        summary = '%d membership(s) checked, %d failed' % (
-            len(self.members) + len(self.outside) + len(self.failed),
-            len(self.failed))
+        words = {'added': 'added %s to %s', 'removed': 'removed %s from %s',
+                 'unchanged': '%s already as described in %s'}
+        lines = [words[outcome] % (host, aggregate)
+                 for outcome, aggregate, host in self.done]
+        lines += ['FAILED to %s: %s' % failure for failure in self.failed]
+        lines += ['NOT added %s to %s: %s' % (host, aggregate, why)
+                  for aggregate, host, why in self.unknown]
+        counts = {o: sum(1 for d in self.done if d[0] == o)
+                  for o in ('added', 'removed', 'unchanged')}
+        summary = ('%d added, %d removed, %d unchanged, %d failed, %d unknown host(s)'
+                   % (counts['added'], counts['removed'], counts['unchanged'],
+                      len(self.failed), len(self.unknown)))
         if self.failed:
-            summary += ' (see the warnings; run the sync again to reconcile)'
+            summary += ' (placement refused or did not answer: run the sync again)'
+        elif self.unknown:
+            summary += (' (the file names hosts placement does not have: fix the '
+                        'file, or sync again once their agents reported them)')
         return '\n'.join(lines + [summary])
 
 
-def plan(aggregates):
-    """[(member: bool, aggregate, host)] that make placement match the file."""
-    hosts = sorted({h for a in aggregates for h in a.hosts})
+def plan(aggregates, present):
+    """[(member: bool, aggregate, host)] that make placement match the file;
+    ``present`` maps an aggregate uuid to the hosts placement has in it."""
     return [(host in aggregate.hosts, aggregate, host)
-            for aggregate in aggregates for host in hosts]
+            for aggregate in aggregates
+            for host in sorted(set(aggregate.hosts) | set(present.get(aggregate.uuid, ())))]
 
 
 def sync(client, aggregates):
-    """Apply ``plan(aggregates)`` through the report client (whose writes
-    are no-ops when placement already agrees)."""
+    """Make placement's members of each aggregate of the file its hosts."""
+    from tracker.placement import errors
     report = SyncReport()
-    for member, aggregate, host in plan(aggregates):
-        if member:
-            ok = client.aggregate_add_host(aggregate.uuid, host)
-            bucket, verb = report.members, 'add'
+    present = {}
+    for aggregate in aggregates:
+        try:
+            present[aggregate.uuid] = client.aggregate_hosts(aggregate.uuid)
+        except errors.PlacementError as exc:
+            report.failed.append(('read the members of %s' % aggregate.name,
+                                  ' '.join(str(exc).split())))
+            aggregates = [a for a in aggregates if a is not aggregate]
+    for member, aggregate, host in plan(aggregates, present):
+        try:
+            outcome = client.aggregate_membership(aggregate.uuid, host, member)
+        except errors.UnknownHost as exc:
+            report.unknown.append((aggregate.name, host, exc))
+        except errors.PlacementError as exc:
+            what = ('add %s to %s' if member else 'remove %s from %s') % (
+                host, aggregate.name)
+            report.failed.append((what, ' '.join(str(exc).split())))
         else:
-            ok = client.aggregate_remove_host(aggregate.uuid, host)
-            bucket, verb = report.outside, 'remove'
-        (bucket if ok else report.failed).append(
-            (aggregate.name, host) if ok else (verb, aggregate.name, host))
+            report.done.append((outcome, aggregate.name, host))
     return report

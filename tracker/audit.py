@@ -8,7 +8,8 @@ the agent what changed between two cycles (for notifications).
 import dataclasses
 import json
 
-from tracker.providers.provider import INVENTORY_DEFAULTS
+from tracker.providers import diff as diff_mod
+from tracker.providers.provider import keep_placement_ratios
 
 EXIT_IN_SYNC = 0
 EXIT_ERROR = 1
@@ -61,6 +62,8 @@ def normalize_allocations(consumer_allocations):
 
 
 def _inventory_drift(want, have):
+    # what differs is the sync's rule (providers.diff): the two never disagree
+    changes = diff_mod.inventory_changes(want, have)
     drift = []
     for rc in sorted(set(want.inventories) | set(have.inventories)):
         wanted, held = want.inventories.get(rc), have.inventories.get(rc)
@@ -70,23 +73,12 @@ def _inventory_drift(want, have):
         elif wanted is None:
             drift.append(Drift('inventory_extra', want.uuid, want.name,
                                {'resource_class': rc, 'placement': held}))
-        else:
-            fields = {
-                field: {'host': wanted.get(field, default),
-                        'placement': held.get(field, default)}
-                for field, default in INVENTORY_DEFAULTS.items()
-                if _differs(wanted.get(field, default), held.get(field, default))
-            }
-            if fields:
-                drift.append(Drift('inventory_differs', want.uuid, want.name,
-                                   {'resource_class': rc, 'fields': fields}))
+        elif rc in changes:
+            fields = {field: {'host': host, 'placement': placement}
+                      for field, (host, placement) in changes[rc].items()}
+            drift.append(Drift('inventory_differs', want.uuid, want.name,
+                               {'resource_class': rc, 'fields': fields}))
     return drift
-
-
-def _differs(a, b):
-    if isinstance(a, float) or isinstance(b, float):
-        return abs(float(a or 0) - float(b or 0)) > 1e-9
-    return a != b
 
 
 def _set_drift(kind, want, wanted, held):
@@ -113,6 +105,8 @@ def provider_drift(desired, actual):
                 'traits': sorted(provider.traits),
                 'aggregates': sorted(provider.aggregates)}))
             continue
+        # a ratio nova's rule leaves to placement is not drift
+        provider = keep_placement_ratios(provider, held)
         if provider.name != held.name:
             drift.append(Drift('provider_name_differs', uuid, provider.name,
                                {'host': provider.name, 'placement': held.name}))
@@ -292,8 +286,21 @@ def audit(snapshot, client, fix=False, dry_run=False, authoritative=True):
     return report
 
 
+def host_part(snapshot, allocations, managed):
+    """Each consumer's allocations restricted to what the host owns of them:
+    the ``managed`` providers and those its instance asks for (the sync's
+    own rule, tracker.placement.consumers)."""
+    wanted = {i.uuid: set(normalize_allocations(i.allocations))
+              for i in snapshot.instances}
+    return {consumer: {rp: res for rp, res in normalize_allocations(record).items()
+                       if rp in managed or rp in wanted.get(consumer, ())}
+            for consumer, record in (allocations or {}).items()}
+
+
 def _drift(snapshot, client, authoritative):
     providers, allocations = placement_view(client, snapshot.root.uuid)
+    allocations = host_part(snapshot, allocations,
+                            client.managed_providers(snapshot.root.uuid))
     drift = compute_drift(snapshot, providers, allocations)
     if not authoritative:
         # Consumers the host does not know are not its business then.

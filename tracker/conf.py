@@ -1,10 +1,13 @@
 """The tracker's configuration: every option, one group per concern.
 
 The options themselves live beside the code that reads them (the agent's
-here, placement's connection in ``report_client``, the drivers' in
-``drivers.options``); this module gathers them for registration and for
-oslo-config-generator.
+in ``agent_opts``, placement's connection in ``report_client``, the
+drivers' own in ``drivers.options``, those shared with nova-compute under
+nova's names in ``nova_opts``); this module gathers them for registration
+and for oslo-config-generator.
 """
+import os
+
 from oslo_config import cfg
 
 CONF = cfg.CONF
@@ -13,15 +16,16 @@ CONF = cfg.CONF
 def list_opts():
     """[(group, [opts])] for every option the tracker reads."""
     from tracker import agent_opts
+    from tracker import nova_opts
     from tracker import report_client
     from tracker.drivers import options as driver_options
-    return (agent_opts.list_opts() + report_client.list_opts()
-            + driver_options.list_opts())
+    return (nova_opts.list_opts() + agent_opts.list_opts()
+            + report_client.list_opts() + driver_options.list_opts())
 
 
 def register_opts(conf=CONF):
     for group, opts in list_opts():
-        conf.register_opts(opts, group=group)
+        conf.register_opts(opts, group=None if group == 'DEFAULT' else group)
     return conf
 
 
@@ -32,3 +36,23 @@ def load(argv=None, conf=None, config_files=None):
     conf(argv or [], project='tracker',
          default_config_files=config_files)
     return conf
+
+
+def searched_files(project='tracker'):
+    """Where oslo.config looks for ``<project>.conf`` when no --config-file
+    is given (its documented order)."""
+    name = project + '.conf'
+    return [os.path.expanduser(os.path.join('~', '.' + project, name)),
+            os.path.expanduser(os.path.join('~', name)),
+            os.path.join('/etc', project, name), os.path.join('/etc', name)]
+
+
+def sources(conf):
+    """Where ``conf`` came from, for error messages: the files read, or
+    where they were looked for."""
+    files = list(conf.config_file or []) + list(getattr(conf, 'config_dir', None) and
+                                                 [conf.config_dir] or [])
+    if files:
+        return 'read from %s' % ', '.join(files)
+    return ('no configuration file found; looked for %s (give --config-file)'
+            % ', '.join(searched_files()))

@@ -40,6 +40,10 @@ class Metrics:
             'tracker_placement_reachable',
             '1 when the last request to placement got an answer.',
             registry=r)
+        self.provider_config_valid = prom.Gauge(
+            'tracker_provider_config_valid',
+            '0 while the operator provider config does not validate (the '
+            'last good one, if any, stays in force).', registry=r)
 
     def cycle_done(self, duration, writes, conflicts, finished_at):
         self.cycle_duration.observe(duration)

@@ -31,13 +31,22 @@ from tracker.placement import allocations as alloc_mod
 from tracker.placement import consumers as consumers_mod
 from tracker.placement import errors
 from tracker.placement import http as http_mod
+from tracker.placement import membership
 from tracker.placement import ownership
 from tracker.placement import resources
 from tracker.placement import sync as sync_mod
-from tracker.placement.errors import (  # noqa: F401  (the agent catches these)
-    ConsumerConflict, DuplicateProviderName, GenerationConflict, InventoryInUse,
-    PlacementError, PlacementTooOld, PlacementUnreachable, ProviderInUse,
-    ReshapeUnsupported)
+from tracker.placement import watch
+from tracker.placement.errors import ConsumerConflict  # noqa: F401  (the agent catches these)
+from tracker.placement.errors import DuplicateProviderName  # noqa: F401  (the agent catches these)
+from tracker.placement.errors import GenerationConflict  # noqa: F401  (the agent catches these)
+from tracker.placement.errors import InventoryInUse  # noqa: F401  (the agent catches these)
+from tracker.placement.errors import PlacementConfigError  # noqa: F401  (the agent catches these)
+from tracker.placement.errors import PlacementError  # noqa: F401  (the agent catches these)
+from tracker.placement.errors import PlacementTooOld  # noqa: F401  (the agent catches these)
+from tracker.placement.errors import PlacementUnreachable  # noqa: F401  (the agent catches these)
+from tracker.placement.errors import ProviderInUse  # noqa: F401  (the agent catches these)
+from tracker.placement.errors import ReshapeUnsupported  # noqa: F401  (the agent catches these)
+from tracker.placement.errors import UnknownHost  # noqa: F401  (the agent catches these)
 from tracker.placement.sync import SyncResult  # noqa: F401
 from tracker.providers import tree as tree_mod
 
@@ -67,12 +76,28 @@ def _optional(opts):
     return copies
 
 
+# nova's defaults for its [placement] adapter: the same nova.conf finds
+# placement at the same endpoint for both.
+NOVA_ADAPTER_DEFAULTS = {'service_type': 'placement',
+                         'valid_interfaces': ['internal', 'public']}
+
+
+def _nova_defaults(opts):
+    copies = []
+    for opt in opts:
+        if opt.dest in NOVA_ADAPTER_DEFAULTS:
+            opt = copy.copy(opt)
+            opt.default = NOVA_ADAPTER_DEFAULTS[opt.dest]
+        copies.append(opt)
+    return copies
+
+
 def list_opts():
     """[placement]: keystoneauth session, auth, adapter options and ours."""
     opts = (ks_loading.get_session_conf_options()
             + ks_loading.get_auth_common_conf_options()
             + _optional(ks_loading.get_auth_plugin_conf_options('password'))
-            + ks_loading.get_adapter_conf_options(include_deprecated=False)
+            + _nova_defaults(ks_loading.get_adapter_conf_options(include_deprecated=False))
             + client_opts)
     unique = {}
     for opt in opts:
@@ -91,12 +116,21 @@ def _auth_from_conf(conf):
                                         for o in loader.get_options()})
 
 
+# keystoneauth's admin_token plugin only makes sense against a development
+# server (noauth2), which takes the caller's roles from this header. The
+# agent is a service: without the role placement's default policy refuses
+# its reshapes. Behind keystone the header is never sent (keystonemiddleware
+# would drop it anyway).
+DEVELOPMENT_ROLES = {'X-Roles': 'admin,service'}
+
+
 def adapter_from_conf(conf):
     """A keystoneauth1 Adapter for placement, from the [placement] group."""
     auth = _auth_from_conf(conf)
     session = ks_loading.load_session_from_conf_options(conf, GROUP, auth=auth)
+    headers = DEVELOPMENT_ROLES if conf[GROUP].auth_type == 'admin_token' else None
     return ks_loading.load_adapter_from_conf_options(
-        conf, GROUP, session=session, auth=auth,
+        conf, GROUP, session=session, auth=auth, additional_headers=headers,
         service_type=conf[GROUP].service_type or 'placement')
 
 
@@ -121,11 +155,20 @@ class ReportClient:
         if adapter is None:
             if conf is None:
                 raise ValueError('ReportClient needs a conf or an adapter')
+            if not group.auth_type:
+                # Without a plugin keystoneauth fails at the first request,
+                # which would read as an outage of placement.
+                from tracker import conf as tracker_conf
+                raise errors.PlacementConfigError(
+                    'configuration: [placement] auth_type is not set, so there '
+                    'are no credentials for placement (%s)' % tracker_conf.sources(conf))
             try:
                 adapter = adapter_from_conf(conf)
             except (ks_exc.ClientException, TypeError) as e:
-                raise PlacementError('[placement] options do not describe a way to '
-                                     'reach placement: %s' % e) from e
+                from tracker import conf as tracker_conf
+                raise PlacementConfigError(
+                    'configuration: [placement] options do not describe a way to '
+                    'reach placement: %s (%s)' % (e, tracker_conf.sources(conf))) from e
         retries = group.connect_retries if group is not None else None
         delay = group.connect_retry_delay if group is not None else None
         self.http = http_mod.Transport(
@@ -143,6 +186,7 @@ class ReportClient:
         self._fetched = {}     # root uuid -> monotonic time of the last full read
         self._consumers = {}   # root uuid -> {consumer: record}
         self._consumers_at = {}
+        self._checks = 0       # steady checks made (they take turns)
         self._lock = threading.RLock()
 
     # -- counters the agent reports ----------------------------------------
@@ -201,6 +245,27 @@ class ReportClient:
             result.requests = self.http.counters.requests - before.requests
             return result
 
+    def check(self, root_uuid):
+        """One cheap GET, for a cycle that would otherwise send none:
+        placement still answers and holds what we think
+        (tracker.placement.watch); what differs is read again now.
+        Returns what changed ('' when nothing). Raises PlacementUnreachable."""
+        with self._lock:
+            if self._due(self._fetched, root_uuid):
+                return ''        # the sync reads the whole tree anyway
+            changed = watch.check(self, root_uuid, self._checks)
+            self._checks += 1
+            if changed:
+                LOG.info('placement changed behind the tracker (%s); rereading '
+                         'the tree and its allocations', changed)
+            return changed
+
+    def reread(self, root_uuid):
+        """Forget what we know of the tree's providers and allocations: the
+        next read of each asks placement again."""
+        self._read_tree(root_uuid, reuse=True)
+        self._consumers_at.pop(root_uuid, None)
+
     def fetch_tree(self, root_uuid):
         """What placement holds now for the tree at ``root_uuid``."""
         with self._lock:
@@ -209,6 +274,15 @@ class ReportClient:
     def sharing_providers(self, root_uuid):
         with self._lock:
             return list(self.sharing.get(root_uuid, []))
+
+    def managed_providers(self, root_uuid):
+        """The providers on which this host owns its instances' allocations:
+        its tree and the sharing providers its aggregates reach. A part on
+        any other provider (another host's, during a migration) is not its."""
+        with self._lock:
+            tree = ({p.uuid for p in self.known.subtree(root_uuid)}
+                    if root_uuid in self.known else set())
+            return tree | {p.uuid for p in self.sharing.get(root_uuid, [])}
 
     def _read_tree(self, root_uuid, reuse=False):
         """Reread the tree; ``reuse``: only providers whose generation moved."""
@@ -302,39 +376,22 @@ class ReportClient:
 
     def _aggregate_host(self, aggregate_uuid, host_name, add):
         """Returns True when placement holds the wanted membership."""
-        with self._lock:
-            try:
-                return self._write_membership(aggregate_uuid, host_name, add)
-            except PlacementError as e:
-                LOG.warning('aggregate %s %s host %s not written (a later sync '
-                            'reconciles): %s', aggregate_uuid,
-                            'add' if add else 'remove', host_name, e)
-                return False
-
-    def _write_membership(self, aggregate_uuid, host_name, add):
-        found = resources.list_providers(self.http, name=host_name)
-        if not found:
-            LOG.warning('no provider named %s in placement', host_name)
-            return False
-        uuid = found[0]['uuid']
-        for _ in range(self.conflict_retries + 1):
-            resp = self.http.request('GET', '/resource_providers/%s/aggregates' % uuid)
-            if not resp.ok:
-                raise resources.unexpected(resp, 'reading aggregates', uuid)
-            current = set(resp.body['aggregates'])
-            generation = resp.body.get('resource_provider_generation')
-            wanted = current | {aggregate_uuid} if add else current - {aggregate_uuid}
-            if wanted == current:
-                return True
-            resp = resources.put_aggregates(self.http, uuid, generation, wanted)
-            if resp.code == errors.CONCURRENT_UPDATE:
-                continue
-            if not resp.ok:
-                raise resources.unexpected(resp, 'writing aggregates', uuid)
-            if uuid in self.known:
-                body = resp.body if isinstance(resp.body, dict) else {}
-                self.known.update(uuid, aggregates=wanted, generation=body.get(
-                    'resource_provider_generation', self.known.get(uuid).generation))
+        try:
+            self.aggregate_membership(aggregate_uuid, host_name, add)
             return True
-        raise GenerationConflict('provider %s kept changing' % uuid, 409,
-                                 errors.CONCURRENT_UPDATE, uuid)
+        except PlacementError as e:
+            LOG.warning('aggregate %s %s host %s not written (a later sync '
+                        'reconciles): %s', aggregate_uuid,
+                        'add' if add else 'remove', host_name, e)
+            return False
+
+    def aggregate_membership(self, aggregate_uuid, host_name, member):
+        """'added', 'removed' or 'unchanged'; raises UnknownHost or
+        PlacementError (tracker.placement.membership)."""
+        with self._lock:
+            return membership.set_member(self, aggregate_uuid, host_name, member)
+
+    def aggregate_hosts(self, aggregate_uuid):
+        """Names of the hosts (compute node providers) in the aggregate."""
+        with self._lock:
+            return membership.hosts_in(self, aggregate_uuid)

@@ -17,7 +17,8 @@ def usage_by_provider(allocations):
 
 def format_tree(providers, allocations):
     """One line per provider (indented under its parent), then one line
-    per inventory: used / capacity (capacity = (total - reserved) * ratio)."""
+    per inventory: used / capacity (capacity = (total - reserved) * ratio),
+    then the total, reserved and allocation ratio it comes from."""
     usage = usage_by_provider(allocations)
     children = {}
     for p in providers:
@@ -39,8 +40,10 @@ def format_tree(providers, allocations):
         for rc, inv in sorted(provider.inventories.items()):
             capacity = int((inv['total'] - inv.get('reserved', 0))
                            * inv.get('allocation_ratio', 1.0))
-            lines.append('%s  %-20s %6d / %d used' % (pad, rc, used.get(rc, 0),
-                                                    capacity))
+            lines.append('%s  %-20s %6d / %d used  (total %d, reserved %d, '
+                         'ratio %g)' % (pad, rc, used.get(rc, 0), capacity,
+                                        inv['total'], inv.get('reserved', 0),
+                                        inv.get('allocation_ratio', 1.0)))
         for child in sorted(children.get(provider.uuid, []), key=lambda c: c.name):
             show(child, depth + 1)
 

@@ -144,7 +144,7 @@ def _serve(args, conf):
         'bind': '[%s]:%d' % (args.host, args.port) if ':' in args.host
                 else '%s:%d' % (args.host, args.port),
         'workers': args.workers,
-        'worker_class': 'sync',
+        'worker_class': 'placement_server.cmd.gunicorn_worker.Worker',
         'timeout': args.timeout,
         'graceful_timeout': 10,
         'proc_name': 'placement-server',

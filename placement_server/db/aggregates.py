@@ -34,7 +34,7 @@ def ensure(conn, uuids):
             # A concurrent writer may create the same aggregate: that is fine.
             with conn.begin_nested():
                 conn.execute(AGG.insert().values(uuid=uuid, created_at=api.utcnow()))
-        except sa.exc.IntegrityError:
+        except api.CONSTRAINT_VIOLATION:
             pass
     if len(found) < len(uuids):
         found = dict(conn.execute(query).all())

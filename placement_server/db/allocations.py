@@ -6,7 +6,8 @@ claim against capacity and min_unit/max_unit/step_size in one query,
 writes, and bumps each provider's generation once and each consumer's
 generation once. ``write_with_retry`` runs it in a fresh transaction,
 replaying it when a provider generation moved under it (another writer
-won), so concurrent claims serialize instead of failing.
+won, or a consumer, project or user it creates was created meanwhile), so
+concurrent claims serialize instead of failing.
 """
 import collections
 import dataclasses
@@ -15,10 +16,9 @@ import logging
 import sqlalchemy as sa
 
 from placement_server import errors
+from placement_server.db import api
 from placement_server.db import consumers
 from placement_server.db import providers
-from placement_server.db import resource_classes
-from placement_server.db import api
 from placement_server.db import tables
 
 LOG = logging.getLogger(__name__)
@@ -83,28 +83,53 @@ def _check_generation(request, consumer):
             % ('null' if have is None else have, 'null' if want is None else want))
 
 
-def _ensure_consumer(conn, request, existing, ids):
-    """The consumer row, created or updated to the request's project/user/type.
+def _ensure_consumer(conn, request, existing, known):
+    """The consumer row, created (at generation 1) or updated to the
+    request's project/user/type; and whether it was created.
 
-    ``ids`` memoizes project/user/type ids across the consumers of a request.
+    ``known`` is {(kind, name): id} of the names read so far (see
+    ``_known_ids``); projects, users and types missing from it are made.
     """
-    def id_of(lookup, name):
-        if (lookup, name) not in ids:
-            ids[lookup, name] = lookup(conn, name)
-        return ids[lookup, name]
-    project = id_of(consumers.project_id, request.project_id)
-    user = id_of(consumers.user_id, request.user_id)
-    type_id = (id_of(consumers.consumer_type_id, request.consumer_type)
-               if request.consumer_type else None)
     _check_generation(request, existing)
+    project = consumers.named_id(conn, 'project', request.project_id, known)
+    user = consumers.named_id(conn, 'user', request.user_id, known)
+    type_id = (consumers.named_id(conn, 'consumer_type', request.consumer_type, known)
+               if request.consumer_type else None)
     if existing is None:
-        existing = consumers.create(conn, request.consumer_uuid, project, user, type_id)
-        if existing is None:
-            # Created by a concurrent request since we looked.
-            existing = consumers.get(conn, request.consumer_uuid)
-            _check_generation(request, existing)
+        return consumers.create(conn, request.consumer_uuid, project, user, type_id), True
     consumers.update(conn, existing, project, user, type_id)
-    return existing
+    return existing, False
+
+
+def _names_statement():
+    """Ids of the resource classes, projects, users and consumer types a
+    write names, as rows (kind, name, id): one constant statement (lists
+    are expanding parameters), so one round trip instead of four."""
+    named = [('resource_class', RC, RC.c.name)] + [
+        (kind, table, column) for kind, (table, column) in consumers.NAMED.items()]
+    return sa.union_all(*[
+        sa.select(sa.literal(kind).label('kind'), column.label('name'), table.c.id.label('id'))
+        .where(column.in_(sa.bindparam(kind, expanding=True)))
+        for kind, table, column in named])
+
+
+_NAMES = _names_statement()
+
+
+def _known_ids(conn, requests):
+    """{(kind, name): id} of the names the requests use that exist; an
+    unknown resource class is a 400."""
+    wanted = {'resource_class': {rc for r in requests for res in r.allocations.values()
+                                 for rc in res},
+              'project': {r.project_id for r in requests},
+              'user': {r.user_id for r in requests},
+              'consumer_type': {r.consumer_type for r in requests if r.consumer_type}}
+    known = {(kind, name): id_ for kind, name, id_ in conn.execute(
+        _NAMES, {kind: sorted(names) for kind, names in wanted.items()})}
+    unknown = {rc for rc in wanted['resource_class'] if ('resource_class', rc) not in known}
+    if unknown:
+        raise errors.ResourceClassNotFound('No such resource class %s.' % min(unknown))
+    return known
 
 
 def _check_capacity(conn, claims, provider_rows, class_ids):
@@ -139,9 +164,9 @@ def _check_capacity(conn, claims, provider_rows, class_ids):
         if (used < inv['min_unit'] or used > inv['max_unit']
                 or used % inv['step_size']):
             raise errors.Conflict(
-                "Unable to allocate inventory: %d of '%s' on resource provider "
-                "'%s' violates its min_unit (%d), max_unit (%d) or step_size (%d)."
-                % (used, rc, uuid, inv['min_unit'], inv['max_unit'], inv['step_size']))
+                "Unable to allocate inventory: Unable to create allocation for '%s' on "
+                "resource provider '%s'. The requested amount would violate inventory "
+                "constraints." % (rc, uuid))
         wanted[key] += used
     for key, amount in wanted.items():
         inv = inventory[key]
@@ -151,9 +176,9 @@ def _check_capacity(conn, claims, provider_rows, class_ids):
             uuid = next(u for u, r in provider_rows.items() if r['id'] == key[0])
             rc = next(n for n, i in class_ids.items() if i == key[1])
             raise errors.Conflict(
-                "Unable to allocate inventory: claiming %d of '%s' on resource "
-                "provider '%s' would exceed the capacity (%d used of %g)."
-                % (amount, rc, uuid, already, capacity))
+                "Unable to allocate inventory: Unable to create allocation for '%s' on "
+                "resource provider '%s'. The requested amount would exceed the capacity."
+                % (rc, uuid))
 
 
 def write(conn, requests):
@@ -163,18 +188,18 @@ def write(conn, requests):
     constraints, missing inventory: placement.undefined_code; stale consumer
     generation: placement.concurrent_update) or ProviderGenerationConflict.
     """
-    class_ids = resource_classes.ids_by_name(
-        conn, {rc for r in requests for res in r.allocations.values() for rc in res})
+    known = _known_ids(conn, requests)
+    class_ids = {name: id_ for (kind, name), id_ in known.items() if kind == 'resource_class'}
     # Lock order, the same for every writer: consumers, then providers. All
     # that only concerns the consumers happens before the provider locks, so
     # that writers queueing on a busy provider wait as little as possible.
     uuids = [r.consumer_uuid for r in requests]
-    consumers.lock(conn, uuids)
-    existing = consumers.get_many(conn, uuids)
-    ids = {}
+    existing = consumers.lock(conn, uuids)
     for request in requests:
-        consumer = _ensure_consumer(conn, request, existing.get(request.consumer_uuid), ids)
-        consumers.increment_generation(conn, consumer)
+        consumer, created = _ensure_consumer(
+            conn, request, existing.get(request.consumer_uuid), known)
+        if not created:
+            consumers.increment_generation(conn, consumer)
     wanted_rps = {u for r in requests for u in r.allocations}
     # Providers losing a consumer's whole allocation also change: their
     # generation moves too.
@@ -218,11 +243,12 @@ def write_with_retry(db, requests, attempts=CONFLICT_RETRIES):
         try:
             with db.writer() as conn:
                 return write(conn, requests)
-        except ProviderGenerationConflict:
+        except (ProviderGenerationConflict, consumers.InsertRace):
             if attempt == attempts:
-                LOG.warning('allocation write lost %d provider generation races', attempts)
+                LOG.warning('allocation write lost %d races with other writers', attempts)
                 raise
-            LOG.debug('provider generation moved, replaying allocation write')
+            LOG.debug('provider generation moved or consumer created meanwhile, '
+                      'replaying allocation write')
 
 
 def delete_for_consumer(conn, consumer_uuid):

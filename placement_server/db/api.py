@@ -4,32 +4,58 @@ One ``Database`` per process (per WSGI worker). Every request runs its
 reads in one ``reader()`` connection and its writes in one ``writer()``
 transaction: a multi-row write either commits whole or changes nothing.
 
-Deadlocks, serialization failures and SQLite's "database is locked" are
-transient under concurrent writers; ``retry_on_deadlock`` replays the whole
-transaction a bounded number of times (each attempt a fresh transaction,
-so it sees the other writer's commit).
+PostgreSQL and MySQL/MariaDB engines come from oslo.db, as upstream
+services make them: the MySQL SQL mode and Galera's ``wsrep_sync_wait``
+set on each new connection, pool settings and recycle time from
+``[placement_database]`` (oslo.db's option names), a ping on checkout that
+replaces a connection the database dropped, and oslo.db's exception
+filters, which name what went wrong: ``DBDeadlock`` (deadlocks, lock wait
+timeouts and Galera certification failures, which surface at COMMIT),
+``DBConnectionError``, ``DBDuplicateEntry``... SQLite keeps its own setup
+(one writer at a time, see below) behind the same filters.
+
+``retry_on_deadlock`` (oslo.db's ``wrap_db_retry``) replays the whole
+transaction a bounded number of times, each attempt a fresh transaction
+that sees the other writer's commit. A lost database connection is a 503
+for the client to retry, never a 500: the next request reconnects.
 """
 import contextlib
 import datetime
 import functools
 import logging
-import random
-import time
 
+from oslo_db import api as oslo_db_api
+from oslo_db import exception as db_exc
+from oslo_db.sqlalchemy import engines
+from oslo_db.sqlalchemy import exc_filters
 import sqlalchemy as sa
 from sqlalchemy import event
-from sqlalchemy import exc as sa_exc
+from sqlalchemy import events as sa_events
+
+from placement_server import errors
 
 LOG = logging.getLogger(__name__)
 
-# Database error texts that mean "another writer got in the way, try again".
-_TRANSIENT = (
-    'deadlock',                     # MySQL/MariaDB 1213, PostgreSQL 40P01
+# A write refused by a unique or foreign key constraint: oslo.db's names
+# for it, and SQLAlchemy's for an engine made without oslo.db's filters.
+CONSTRAINT_VIOLATION = (db_exc.DBDuplicateEntry, db_exc.DBReferenceError,
+                        db_exc.DBConstraintError, sa.exc.IntegrityError)
+
+# Lost races oslo.db leaves as a plain DBError.
+_ALSO_TRANSIENT = (
     'could not serialize access',   # PostgreSQL 40001
-    'lock wait timeout',            # MySQL/MariaDB 1205
     'database is locked',           # SQLite
-    'try restarting transaction',
 )
+
+# How long a replayed transaction waits first; it doubles (with jitter)
+# up to the maximum. Short: the other writer has committed already.
+RETRY_INTERVAL = 0.01
+MAX_RETRY_INTERVAL = 0.5
+
+# What the connection to MySQL/MariaDB runs first. READ COMMITTED: a
+# replayed statement sees what other writers committed, and reads take no
+# gap locks.
+_MYSQL_INIT = 'SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED'
 
 
 def utcnow():
@@ -39,25 +65,47 @@ def utcnow():
 
 
 def is_transient(error):
-    text = str(getattr(error, 'orig', error)).lower()
-    return any(t in text for t in _TRANSIENT)
+    """Another writer got in the way: replaying the transaction may work.
+
+    The conflict may hide behind the error it caused: when MariaDB (or
+    Galera, for a write replicated from another node) aborts a
+    transaction inside a savepoint, the savepoint's rollback then fails
+    with "SAVEPOINT ... does not exist", raised while handling the
+    deadlock. So the errors this one was raised from count too.
+    """
+    for _ in range(5):
+        if error is None:
+            return False
+        if isinstance(error, db_exc.DBDeadlock):
+            return True
+        if isinstance(error, (db_exc.DBError, sa.exc.DBAPIError)):
+            text = str(getattr(error, 'inner_exception', None) or error).lower()
+            if any(t in text for t in _ALSO_TRANSIENT):
+                return True
+        error = error.__cause__ or error.__context__
+    return False
 
 
 def retry_on_deadlock(fn=None, *, attempts=10):
-    """Replay ``fn`` when the database reports a transient conflict."""
+    """Replay ``fn`` when the database reports a transient conflict;
+    still conflicting after ``attempts`` tries, the client gets a 503."""
     if fn is None:
         return functools.partial(retry_on_deadlock, attempts=attempts)
+    replaying = oslo_db_api.wrap_db_retry(
+        max_retries=attempts - 1, retry_interval=RETRY_INTERVAL,
+        inc_retry_interval=True, max_retry_interval=MAX_RETRY_INTERVAL,
+        retry_on_deadlock=True, exception_checker=is_transient)(fn)
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        for attempt in range(1, attempts + 1):
-            try:
-                return fn(*args, **kwargs)
-            except sa_exc.DBAPIError as e:
-                if attempt == attempts or not is_transient(e):
-                    raise
-                LOG.debug('transient database error, retry %d: %s', attempt, e)
-                time.sleep(random.uniform(0, 0.01 * attempt))
+        try:
+            return replaying(*args, **kwargs)
+        except (db_exc.DBError, sa.exc.DBAPIError) as e:
+            if not is_transient(e):
+                raise
+            raise errors.ServiceUnavailable(
+                'The database kept refusing the write as conflicting with '
+                'concurrent writes; try again.')
     return wrapper
 
 
@@ -81,32 +129,100 @@ def _sqlite_begin(conn):
                          else 'BEGIN')
 
 
-def create_engine(url, **kwargs):
+def _sqlite_engine(url, **kwargs):
+    # Not oslo.db's: it would open a connection per request (NullPool) and
+    # could not take the write lock at BEGIN.
+    engine = sa.create_engine(url, **kwargs)
+    # pysqlite's own transaction handling is replaced by explicit BEGINs.
+    event.listen(engine, 'connect', _sqlite_pragmas)
+
+    @event.listens_for(engine, 'connect')
+    def _no_autobegin(dbapi_conn, _record):
+        dbapi_conn.isolation_level = None
+
+    event.listen(engine, 'begin', _sqlite_begin)
+    event.listen(engine, 'handle_error', exc_filters.handler, retval=True)
+    return engine
+
+
+def _without_rollback_bookkeeping(engine):
+    """Keep oslo.db's error translation (its handle_error hook), drop the
+    listeners it adds to every commit, rollback and checkin to remember
+    which error made a savepoint roll back (reported as ``DBError.cause``,
+    which nothing here reads). They cost every statement an event
+    dispatch: ~30 us of CPU per request on the cheapest calls, up to 10%
+    on MariaDB (docs/benchmarks.md, issue 16). The translation itself is a
+    dialect event, free until an error happens."""
+    for target, names in ((engine, ('rollback_savepoint', 'rollback', 'commit')),
+                          (engine.pool, ('checkin',))):
+        for name in names:
+            for listener in list(getattr(target.dispatch, name)):
+                if getattr(listener, '__module__', None) == exc_filters.__name__:
+                    event.remove(engine, name, listener)
+    # With no connection event left to listen to, statements can skip the
+    # event dispatch again (the flag stays up once a listener was added).
+    if not any(getattr(engine.dispatch, name) for name in _CONNECTION_EVENTS):
+        engine._has_events = False
+    return engine
+
+
+_CONNECTION_EVENTS = [name for name, value in vars(sa_events.ConnectionEvents).items()
+                      if callable(value) and not name.startswith('_')]
+
+
+def create_engine(url, max_pool_size=None, max_overflow=None, pool_timeout=None,
+                  connection_recycle_time=3600, mysql_sql_mode='TRADITIONAL',
+                  mysql_wsrep_sync_wait=None, connection_parameters=None):
+    """An engine for ``url``; the keywords are [placement_database]'s."""
     url = sa.engine.make_url(url)
     if url.get_backend_name() == 'sqlite':
-        engine = sa.create_engine(url, **kwargs)
-        # pysqlite's own transaction handling is replaced by explicit BEGINs.
-        event.listen(engine, 'connect', _sqlite_pragmas)
-
-        @event.listens_for(engine, 'connect')
-        def _no_autobegin(dbapi_conn, _record):
-            dbapi_conn.isolation_level = None
-
-        event.listen(engine, 'begin', _sqlite_begin)
-        return engine
+        return _sqlite_engine(url)
     if url.get_backend_name() == 'mysql':
         if not url.drivername.startswith('mysql+'):
             url = url.set(drivername='mysql+pymysql')
-        url = url.update_query_dict({'charset': 'utf8mb4'})
-        kwargs.setdefault('isolation_level', 'READ COMMITTED')
-    if url.get_backend_name() == 'postgresql':
-        if url.drivername == 'postgresql':
-            # SQLAlchemy 2.1 would pick psycopg 3; psycopg2 is what we ship.
-            url = url.set(drivername='postgresql+psycopg2')
-        kwargs.setdefault('isolation_level', 'READ COMMITTED')
-    kwargs.setdefault('pool_pre_ping', True)
-    kwargs.setdefault('pool_recycle', 3600)
-    return sa.create_engine(url, **kwargs)
+        url = url.update_query_dict({'charset': 'utf8mb4', 'init_command': _MYSQL_INIT})
+    elif url.get_backend_name() != 'postgresql':
+        return sa.create_engine(url)   # says what it cannot load
+    if url.drivername == 'postgresql':
+        # SQLAlchemy 2.1 would pick psycopg 3; psycopg2 is what we ship.
+        # (PostgreSQL's transactions are READ COMMITTED unless told otherwise.)
+        url = url.set(drivername='postgresql+psycopg2')
+    return _without_rollback_bookkeeping(engines.create_engine(
+        url, max_pool_size=max_pool_size, max_overflow=max_overflow,
+        pool_timeout=pool_timeout, connection_recycle_time=connection_recycle_time,
+        mysql_sql_mode=mysql_sql_mode, mysql_wsrep_sync_wait=mysql_wsrep_sync_wait,
+        connection_parameters=connection_parameters,
+        # A worker starts even while the database is away (it answers 503
+        # until it is back); commands check the connection themselves.
+        max_retries=0,
+        # The checkin hook yields to eventlet's green threads: none here.
+        thread_checkin=False))
+
+
+# libpq's words for a refused or dropped connection that oslo.db's filters
+# (written for older libpq texts) leave as a plain OperationalError.
+_PG_CONNECTION_LOST = ('connection to server at', 'could not connect to server',
+                       'server closed the connection', 'terminating connection')
+
+
+def _connection_lost(error):
+    if isinstance(error, db_exc.DBConnectionError):
+        return True
+    text = str(getattr(error, 'orig', error)).lower()
+    return (isinstance(error, sa.exc.OperationalError)
+            and any(t in text for t in _PG_CONNECTION_LOST))
+
+
+@contextlib.contextmanager
+def _unavailable_on_disconnect():
+    try:
+        yield
+    except (db_exc.DBConnectionError, sa.exc.OperationalError) as e:
+        if not _connection_lost(e):
+            raise
+        LOG.warning('database unreachable: %s', e)
+        raise errors.ServiceUnavailable(
+            'The placement database is unreachable; try again.')
 
 
 class Database:
@@ -120,7 +236,7 @@ class Database:
     @contextlib.contextmanager
     def reader(self):
         """A connection for reads; nothing it does is committed."""
-        with self.engine.connect() as conn:
+        with _unavailable_on_disconnect(), self.engine.connect() as conn:
             yield conn
             if conn.in_transaction():
                 conn.rollback()
@@ -128,7 +244,7 @@ class Database:
     @contextlib.contextmanager
     def writer(self):
         """One transaction: commits when the block ends, rolls back on error."""
-        with self.engine.connect() as conn:
+        with _unavailable_on_disconnect(), self.engine.connect() as conn:
             conn.info['writer'] = True
             try:
                 with conn.begin():

@@ -123,7 +123,8 @@ class _Search:
     def lone_group(self, query):
         """A request of one single-provider group and no root filter: each
         matching provider is one candidate, whatever it anchors."""
-        found, _, versions = search.single_providers(self.conn, query)
+        found, _, versions = search.single_providers(self.conn, query,
+                                                     versions=not self.trees)
         self.root_of.update(found)
         self.version_of.update(versions)
         asked = tuple(sorted(query.resources.items()))
@@ -135,7 +136,7 @@ class _Search:
             return self._single(found, query)
         if query.granular or not self.spread_needed:
             found, capacity, versions = search.single_providers(
-                self.conn, query, self.shared_classes)
+                self.conn, query, self.shared_classes, versions=not self.trees)
             self.capacity.update(capacity)
             self.version_of.update(versions)
             return self._single(found, query)

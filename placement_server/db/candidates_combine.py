@@ -10,7 +10,6 @@ provider asked by several groups add up).
 import collections
 import itertools
 
-
 # How one group is satisfied: amounts is {provider: ((class, amount), ...)}
 # (classes in order, as in Candidate.amounts), providers the frozenset of
 # providers the group maps to, mapped the same sorted (for the mappings).

@@ -11,9 +11,9 @@ Every check and message follows upstream placement's per microversion.
 """
 import dataclasses
 import re
-import uuid as uuidlib
 
 from placement_server import errors
+from placement_server import query
 from placement_server.schemas import allocation_candidate as schema
 
 _KEY = {
@@ -69,124 +69,20 @@ def _bad(detail, code=None):
     return errors.BadRequest(detail, code=code)
 
 
-def _is_uuid(value):
-    try:
-        uuidlib.UUID(value)
-    except ValueError:
-        return False
-    return True
-
-
-def parse_resources(value):
-    """'VCPU:2,MEMORY_MB:1024' -> {'VCPU': 2, 'MEMORY_MB': 1024}"""
-    form = ('Badly formed resources parameter. Expected resources query string '
-            'parameter in form: ?resources=VCPU:2,MEMORY_MB:1024. Got: %s.')
-    if not value.strip():
-        raise _bad(form % 'empty string')
-    result = {}
-    for item in value.split(','):
-        parts = item.split(':')
-        if len(parts) != 2:
-            raise _bad(form % item)
-        name, amount = parts
-        try:
-            amount = int(amount)
-        except ValueError:
-            raise _bad('Requested resource %s expected positive integer amount. '
-                       'Got: %s.' % (name, amount))
-        if amount < 1:
-            raise _bad('Requested resource %s requires amount >= 1. Got: %d.'
-                       % (name, amount))
-        # Beyond any capacity (matches nothing) yet within database integers.
-        result[name] = min(amount, 2 ** 53)
-    return result
-
-
-def parse_traits(value, allow_forbidden, allow_any_of):
-    """One required value -> ([frozenset any-of, ...], {forbidden})."""
-    if value.startswith('in:'):
-        if not allow_any_of:
-            raise _bad("Invalid query string parameters: The format "
-                       "'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' only supported since "
-                       "microversion 1.39. Got: %s" % value)
-        names = {t.strip() for t in value[3:].split(',')}
-        if not all(names):
-            raise _bad("Invalid query string parameters: Expected 'required' "
-                       "parameter value of the form: in:HW_CPU_X86_VMX,"
-                       "CUSTOM_MAGIC. Got an empty trait in: %s" % value)
-        if any(n.startswith('!') for n in names):
-            raise _bad("Invalid query string parameters: The format "
-                       "'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' does not support "
-                       "forbidden traits. Got: %s" % value)
-        return [frozenset(names)], set()
-    names = [t.strip() for t in value.split(',')]
-    forbidden = {n.lstrip('!') for n in names if n.startswith('!')}
-    if not all(names) or not all(forbidden):
-        form = ('HW_CPU_X86_VMX,!CUSTOM_MAGIC' if allow_forbidden
-                else 'HW_CPU_X86_VMX,CUSTOM_MAGIC')
-        raise _bad("Invalid query string parameters: Expected 'required' "
-                   "parameter value of the form: %s. Got an empty trait in: %s"
-                   % (form, value))
-    if forbidden and not allow_forbidden:
-        raise _bad("Invalid query string parameters: Expected 'required' "
-                   "parameter value of the form: HW_CPU_X86_VMX,CUSTOM_MAGIC. "
-                   "Got: %s" % value)
-    return [frozenset([n]) for n in names if not n.startswith('!')], forbidden
-
-
-def parse_member_of(value):
-    """One member_of value -> (required any-of set, forbidden set)."""
-    if ',' in value and not value.startswith(('in:', '!in:')):
-        raise _bad("Multiple values for 'member_of' must be prefixed with the "
-                   "'in:' or '!in:' keyword using the valid microversion. "
-                   "Got: %s" % value)
-    required, forbidden = set(), set()
-    if value.startswith('!in:'):
-        forbidden = set(value[4:].split(','))
-    elif value.startswith('!'):
-        forbidden = {value[1:]}
-    elif value.startswith('in:'):
-        required = set(value[3:].split(','))
-    else:
-        required = {value}
-    for agg in required | forbidden:
-        if not _is_uuid(agg):
-            raise _bad("Invalid query string parameters: Expected 'member_of' "
-                       "parameter to contain valid UUID(s). Got: %s" % agg)
-    return ({str(uuidlib.UUID(a)) for a in required},
-            {str(uuidlib.UUID(a)) for a in forbidden})
-
-
 def _parse_group_key(params, version, group, prefix, values):
     suffix = group.suffix
     if prefix == 'resources':
-        group.resources = parse_resources(values[-1])
+        group.resources = query.parse_resources(values[-1])
     elif prefix == 'required':
-        if version < (1, 39):
-            values = values[-1:]    # before 1.39 only the last one counts
-        for value in values:
-            required, forbidden = parse_traits(value, version >= (1, 22),
-                                               version >= (1, 39))
-            group.required += required
-            group.forbidden |= forbidden
+        required, forbidden = query.parse_required(values, version)
+        group.required += required
+        group.forbidden |= forbidden
     elif prefix == 'member_of':
-        if version < (1, 24) and len(values) > 1:
-            raise _bad('Multiple member_of%s parameters are not supported' % suffix)
-        for value in values:
-            required, forbidden = parse_member_of(value)
-            if required:
-                group.member_of.append(required)
-            if forbidden:
-                if version < (1, 32):
-                    raise _bad('Forbidden member_of%s parameters are not '
-                               'supported in the specified microversion' % suffix)
-                group.forbidden_aggs |= forbidden
+        member_of, forbidden = query.parse_member_of(values, version, suffix)
+        group.member_of += member_of
+        group.forbidden_aggs |= forbidden
     elif prefix == 'in_tree':
-        value = values[-1].strip()
-        if not _is_uuid(value):
-            raise _bad("Invalid query string parameters: Expected 'in_tree' "
-                       "parameter to be a format of uuid. Got: %s" % values[-1])
-        group.in_tree = str(uuidlib.UUID(value))
+        group.in_tree = query.parse_in_tree(values[-1])
 
 
 def _request_wide(params, version):
@@ -200,7 +96,7 @@ def _request_wide(params, version):
         raise _bad("Query parameter 'root_required' may be specified only once.",
                    errors.QUERYPARAM_DUPLICATE_KEY)
     if roots:
-        required, forbidden = parse_traits(roots[0], True, False)
+        required, forbidden = query.parse_traits(roots[0], True, False)
         wide.root_required = {n for any_of in required for n in any_of}
         wide.root_forbidden = forbidden
         conflicts = wide.root_required & forbidden

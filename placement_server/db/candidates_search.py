@@ -232,8 +232,9 @@ def _group_key(query):
 
 
 @functools.lru_cache(maxsize=256)
-def _single_statement(key):
-    """Providers that alone satisfy a group, as (id, root id, uuid, generation).
+def _single_statement(key, versions):
+    """Providers that alone satisfy a group, as (id, root id), followed by
+    (uuid, generation) when ``versions`` is asked for.
 
     Memoized on the group's filters: building a statement costs more
     Python than running it here, and schedulers repeat their requests.
@@ -244,23 +245,30 @@ def _single_statement(key):
     conds += _linked(RPA.c.aggregate_id, member_of, forbidden_aggs)
     if tree_root is not None:
         conds.append(RP.c.root_provider_id == tree_root)
-    return sa.select(RP.c.id, RP.c.root_provider_id, RP.c.uuid, RP.c.generation).where(*conds)
+    columns = [RP.c.id, RP.c.root_provider_id]
+    if versions:
+        columns += [RP.c.uuid, RP.c.generation]
+    return sa.select(*columns).where(*conds)
 
 
-def single_providers(conn, query, capacity_of=()):
+def single_providers(conn, query, capacity_of=(), versions=True):
     """Providers that alone satisfy a group: every class, trait and aggregate.
 
     Returns ({provider: root}, {(provider, class): (capacity, used, max_unit)},
     {provider: (uuid, generation)}); the second only for the classes in
-    ``capacity_of`` (those other groups ask for too, whose amounts may add up).
+    ``capacity_of`` (those other groups ask for too, whose amounts may add up),
+    the third only when ``versions`` is asked for (in a deployment with
+    trees the summaries read them with the tree members: not reading uuids
+    here spares PyMySQL decoding hundreds of them in Python).
     """
-    roots, versions = {}, {}
-    for rp, root, uuid, generation in fetch_all(conn, _single_statement(_group_key(query))):
-        roots[rp] = root
-        versions[rp] = (uuid, generation)
+    roots, found_versions = {}, {}
+    for row in fetch_all(conn, _single_statement(_group_key(query), versions)):
+        roots[row[0]] = row[1]
+        if versions:
+            found_versions[row[0]] = (row[2], row[3])
     wanted = set(capacity_of) & set(query.resources)
     capacity = capacities(conn, roots, wanted) if wanted and roots else {}
-    return roots, capacity, versions
+    return roots, capacity, found_versions
 
 
 def capacities(conn, rp_ids, rc_ids):

@@ -11,21 +11,25 @@ import weakref
 import sqlalchemy as sa
 
 from placement_server.db import tables
-from placement_server.db.candidates_search import ByIds, RP, INV, ALLOC, RPT
+from placement_server.db.candidates_search import ALLOC
+from placement_server.db.candidates_search import INV
+from placement_server.db.candidates_search import RP
+from placement_server.db.candidates_search import RPT
+from placement_server.db.candidates_search import ByIds
 
 
 def _static_rows(holds):
     """Rows ('i', provider, class name, capacity) for the inventories
     (capacity is (total - reserved) * allocation_ratio, not yet rounded
-    down) and ('t', provider, trait, NULL) for the traits of the providers
-    ``holds(column)`` selects."""
+    down) and ('t', provider, trait, trait id) for the traits of the
+    providers ``holds(column)`` selects."""
     rc, trait = tables.resource_classes, tables.traits
     inventories = (
         sa.select(sa.literal('i').label('kind'), INV.c.resource_provider_id, rc.c.name,
                   (INV.c.total - INV.c.reserved) * INV.c.allocation_ratio)
         .join(rc, rc.c.id == INV.c.resource_class_id)
         .where(holds(INV.c.resource_provider_id)))
-    traits = (sa.select(sa.literal('t'), RPT.c.resource_provider_id, trait.c.name, sa.null())
+    traits = (sa.select(sa.literal('t'), RPT.c.resource_provider_id, trait.c.name, trait.c.id)
               .join(trait, trait.c.id == RPT.c.trait_id)
               .where(holds(RPT.c.resource_provider_id)))
     return inventories, traits
@@ -140,12 +144,12 @@ def _parse(versions, rows):
         if kind == 'i':
             idle[rp][name] = (int(amount), 0)
         elif kind == 't':
-            traits[rp].append(name)
+            traits[rp].append((amount, name))
         else:
             used[rp, name] = int(amount)
-    for names in traits.values():
-        names.sort()
-    return {rp: (versions[rp], idle[rp], traits[rp]) for rp in versions}, used
+    # in trait id order (standard traits before custom ones), as upstream lists them
+    return {rp: (versions[rp], idle[rp], [name for _, name in sorted(traits[rp])])
+            for rp in versions}, used
 
 
 def summaries_data(conn, versions, roots=None):

@@ -27,25 +27,22 @@ def capacity(inv):
     return (inv['total'] - inv['reserved']) * inv['allocation_ratio']
 
 
-def check_capacity(provider_uuid, inventories, reserved_may_equal_total):
+def check_capacity(provider_uuid, inventories, reserved_may_equal_total, action='update'):
     """400 unless every inventory leaves something to allocate.
 
-    Before 1.26 reserved must stay below total (capacity > 0); from 1.26 it
-    may equal total (capacity >= 0, a provider fully held back). A ratio of
-    0 or less is refused at every version.
+    Before 1.26 reserved must stay below total (whole capacity > 0); from
+    1.26 it may equal total (capacity >= 0, a provider fully held back).
+    As upstream, the capacity checked is rounded down, so the allocation
+    ratio counts too. ``action`` (create, update) words the error.
     """
     for rc, inv in inventories.items():
-        if inv['allocation_ratio'] <= 0:
+        whole = int(capacity(inv))
+        if whole < 0 or (whole == 0 and not reserved_may_equal_total):
             raise errors.BadRequest(
-                'Unable to update inventory for resource provider %s: '
-                'allocation_ratio of %s must be greater than 0.' % (provider_uuid, rc))
-        cap = capacity(inv)
-        if cap < 0 or (cap == 0 and not reserved_may_equal_total):
-            raise errors.BadRequest(
-                'Unable to update inventory for resource provider %s: '
-                'Invalid inventory for %s: capacity (total - reserved) * '
-                'allocation_ratio must be %s 0.'
-                % (provider_uuid, rc, '>=' if reserved_may_equal_total else '>'))
+                "Unable to %s inventory for resource provider %s: Invalid inventory "
+                "for '%s' on resource provider '%s'. The reserved value is greater "
+                "than %stotal." % (action, provider_uuid, rc, provider_uuid,
+                                   '' if reserved_may_equal_total else 'or equal to '))
 
 
 def get_all(conn, provider_id):
@@ -62,7 +59,7 @@ def _in_use_error(provider_uuid, classes):
     # Clients (nova's report client) match this text: keep its shape.
     return errors.Conflict(
         "Inventory for '%s' on resource provider '%s' in use."
-        % (', '.join(sorted(classes)), provider_uuid),
+        % (', '.join(classes), provider_uuid),
         code=errors.INVENTORY_INUSE)
 
 
@@ -74,7 +71,9 @@ def _check_not_in_use(conn, provider, class_ids_by_name):
         .where(ALLOC.c.resource_provider_id == provider['id'],
                ALLOC.c.resource_class_id.in_(class_ids_by_name.values()))).scalars().all()
     if used:
-        names = [n for n, i in class_ids_by_name.items() if i in set(used)]
+        # upstream names them in resource class id order (VCPU before DISK_GB)
+        names = [n for n, i in sorted(class_ids_by_name.items(), key=lambda kv: kv[1])
+                 if i in set(used)]
         raise _in_use_error(provider['uuid'], names)
 
 
@@ -124,7 +123,7 @@ def add_inventory(conn, provider, rc, inv):
             conn.execute(INV.insert().values(
                 resource_provider_id=provider['id'], resource_class_id=class_id,
                 created_at=api.utcnow(), **_values(inv)))
-    except sa.exc.IntegrityError:
+    except api.CONSTRAINT_VIOLATION:
         raise providers.ConcurrentUpdate(
             'Update conflict: inventory for %s on resource provider %s '
             'already exists.' % (rc, provider['uuid']))

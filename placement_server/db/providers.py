@@ -5,6 +5,9 @@ goes through ``increment_generation``: an UPDATE guarded by the generation
 the writer read, so a concurrent writer makes it touch no row and the
 request fails with placement.concurrent_update instead of overwriting.
 """
+import collections
+import datetime
+
 import sqlalchemy as sa
 
 from placement_server import errors
@@ -96,6 +99,27 @@ def view_query():
                          .outerjoin(_ROOT, RP.c.root_provider_id == _ROOT.c.id)))
 
 
+def list_view(conn, where):
+    """The providers matching the conditions ``where``, in id order, as
+    plain tuples in ``view_query``'s column order; and the newest of their
+    modification times (None if there are none).
+
+    Read from the DBAPI cursor: for thousands of providers SQLAlchemy's
+    rows, and its parsing of SQLite's timestamps, cost more than the query.
+    Only the newest timestamp is parsed (SQLite's text timestamps sort as
+    they compare).
+    """
+    result = conn.execute(view_query().where(sa.and_(sa.true(), *where)).order_by(RP.c.id))
+    try:
+        rows = result.cursor.fetchall()
+    finally:
+        result.close()
+    newest = max((row[5] or row[4] for row in rows), default=None)
+    if isinstance(newest, str):
+        newest = datetime.datetime.fromisoformat(newest)
+    return rows, newest
+
+
 def get_view(conn, uuid):
     """The provider as the API shows it (a Row: attribute access), or 404."""
     row = conn.execute(view_query().where(RP.c.uuid == uuid)).first()
@@ -105,14 +129,22 @@ def get_view(conn, uuid):
     return row
 
 
-def _parent_row(conn, parent_uuid):
+class Refused(errors.BadRequest):
+    """A create or update the tree's rules refuse (400). The handler says
+    which provider; the detail is worded as upstream's, which operators and
+    upstream's tests match on."""
+
+    def __init__(self, action, reason):
+        super().__init__('Object action %s failed because: %s' % (action, reason))
+
+
+def _parent_row(conn, parent_uuid, action):
     # Locked: a concurrent delete of the parent, or a concurrent move that
     # would close a loop, waits for this transaction (or it for them).
     row = conn.execute(sa.select(RP).where(RP.c.uuid == parent_uuid)
                        .with_for_update()).mappings().first()
     if row is None:
-        raise errors.BadRequest('The provider specified by parent_provider_uuid '
-                                '(%s) does not exist.' % parent_uuid)
+        raise Refused(action, 'parent provider UUID does not exist.')
     return row
 
 
@@ -121,29 +153,49 @@ def _name_conflict(name):
                            % name, code=errors.DUPLICATE_NAME)
 
 
-def create(conn, uuid, name, parent_uuid=None):
-    """Insert a provider (a root, or a child of ``parent_uuid``); its id.
+# A provider as ``view_query`` reads it, for one built without reading it.
+ViewRow = collections.namedtuple('ViewRow', 'id uuid name generation created_at updated_at '
+                                            'parent_provider_uuid root_provider_uuid')
 
-    A uuid or name clash is 409 placement.duplicate_name; the detail says
-    which, as clients tell the two apart by it.
-    """
-    parent = _parent_row(conn, parent_uuid) if parent_uuid else None
+
+class Clash(Exception):
+    """A new provider's uuid or name is taken. The insert ran without a
+    savepoint (two round trips fewer on every create), so its transaction
+    is lost: ``clash_error`` tells which in a new one."""
+
+
+def clash_error(conn, uuid, name):
+    """The 409 placement.duplicate_name for a Clash; the detail says
+    whether the uuid or the name is taken, as clients tell the two apart
+    by it."""
+    if conn.execute(sa.select(RP.c.id).where(RP.c.uuid == uuid)).first():
+        return errors.Conflict('Conflicting resource provider uuid: %s already '
+                               'exists.' % uuid, code=errors.DUPLICATE_NAME)
+    return _name_conflict(name)
+
+
+def create(conn, uuid, name, parent_uuid=None):
+    """Insert a provider (a root, or a child of ``parent_uuid``); its row as
+    ``get_view`` reads it. Clash if the uuid or the name is taken."""
+    if parent_uuid == uuid:
+        raise Refused('create', 'parent provider UUID cannot be same as UUID. Please '
+                                'set parent provider UUID to None if there is no parent.')
+    parent = _parent_row(conn, parent_uuid, 'create') if parent_uuid else None
+    now = api.utcnow()
     try:
-        with conn.begin_nested():
-            provider_id = conn.execute(RP.insert().values(
-                uuid=uuid, name=name, generation=0, created_at=api.utcnow(),
-                parent_provider_id=parent['id'] if parent else None,
-                root_provider_id=parent['root_provider_id'] if parent else None,
-            )).inserted_primary_key[0]
-    except sa.exc.IntegrityError:
-        if conn.execute(sa.select(RP.c.id).where(RP.c.uuid == uuid)).first():
-            raise errors.Conflict('Conflicting resource provider uuid: %s already '
-                                  'exists.' % uuid, code=errors.DUPLICATE_NAME)
-        raise _name_conflict(name)
-    if parent is None:
-        conn.execute(RP.update().where(RP.c.id == provider_id)
-                     .values(root_provider_id=provider_id))
-    return provider_id
+        provider_id = conn.execute(RP.insert().values(
+            uuid=uuid, name=name, generation=0, created_at=now,
+            parent_provider_id=parent['id'] if parent else None,
+            root_provider_id=parent['root_provider_id'] if parent else None,
+        )).inserted_primary_key[0]
+    except api.CONSTRAINT_VIOLATION:
+        raise Clash()
+    if parent is not None:
+        return get_view(conn, uuid)
+    conn.execute(RP.update().where(RP.c.id == provider_id)
+                 .values(root_provider_id=provider_id))
+    # A new root: everything the view shows is known.
+    return ViewRow(provider_id, uuid, name, 0, now, None, None, uuid)
 
 
 def _subtree_ids(conn, row):
@@ -175,16 +227,17 @@ def update(conn, uuid, name, parent_uuid=UNSET, allow_reparent=False):
     values = {'name': name, 'updated_at': api.utcnow()}
     if parent_uuid is not UNSET:
         current = row['parent_provider_id']
-        parent = _parent_row(conn, parent_uuid) if parent_uuid else None
+        # (upstream calls a missing parent a failed 'create' here too)
+        parent = _parent_row(conn, parent_uuid, 'create') if parent_uuid else None
         new_parent_id = parent['id'] if parent else None
         if new_parent_id != current:
             if current is not None and not allow_reparent:
-                raise errors.BadRequest('Re-parenting a provider is not currently '
-                                        'allowed.')
+                raise Refused('update', '%s a provider is not currently allowed.'
+                              % ('re-parenting' if parent else 'un-parenting'))
             subtree = _subtree_ids(conn, row)
             if parent is not None and parent['id'] in subtree:
-                raise errors.BadRequest('Creating a loop in the provider tree is '
-                                        'not allowed.')
+                raise Refused('update', 'creating loop in the provider tree is not '
+                                        'allowed.')
             new_root = parent['root_provider_id'] if parent else row['id']
             values['parent_provider_id'] = new_parent_id
             if new_root != row['root_provider_id']:
@@ -193,7 +246,7 @@ def update(conn, uuid, name, parent_uuid=UNSET, allow_reparent=False):
     try:
         with conn.begin_nested():
             conn.execute(RP.update().where(RP.c.id == row['id']).values(**values))
-    except sa.exc.IntegrityError:
+    except api.CONSTRAINT_VIOLATION:
         raise _name_conflict(name)
 
 
@@ -204,14 +257,14 @@ def delete(conn, uuid):
     has_child = conn.execute(sa.select(RP.c.id).where(
         RP.c.parent_provider_id == row['id']).limit(1)).first()
     if has_child:
-        raise errors.Conflict('Unable to delete parent resource provider %s: it has '
+        raise errors.Conflict('Unable to delete parent resource provider %s: It has '
                               'child resource providers.' % uuid,
                               code=errors.PROVIDER_CANNOT_DELETE_PARENT)
     alloc = tables.allocations
     in_use = conn.execute(sa.select(alloc.c.id).where(
         alloc.c.resource_provider_id == row['id']).limit(1)).first()
     if in_use:
-        raise errors.Conflict('Unable to delete resource provider %s: resource '
+        raise errors.Conflict('Unable to delete resource provider %s: Resource '
                               'provider has allocations.' % uuid,
                               code=errors.PROVIDER_IN_USE)
     for table in (tables.inventories, RPT, RPA):
@@ -223,7 +276,7 @@ def delete(conn, uuid):
             conn.execute(RP.update().where(RP.c.id == row['id'])
                          .values(root_provider_id=None))
             conn.execute(RP.delete().where(RP.c.id == row['id']))
-    except sa.exc.IntegrityError:
+    except api.CONSTRAINT_VIOLATION:
         # A child or an allocation arrived since the checks above.
         raise errors.Conflict('Unable to delete resource provider %s: it is in use.'
                               % uuid, code=errors.PROVIDER_IN_USE)

@@ -26,8 +26,12 @@ def reshape(conn, inventories, consumers):
     ``consumers`` a list of allocations.ConsumerAllocations. A class a
     provider loses stays until the allocations have moved off it, then
     goes (409 placement.inventory.inuse if something still uses it).
+
+    Generations move as upstream's (clients that chain reshapes count on
+    it): the interim pass writes each provider given some inventory, the
+    allocations bump every provider they touch, the final pass writes every
+    provider named.
     """
-    removing_later = []
     for uuid in sorted(inventories):
         generation, wanted = inventories[uuid]
         row = _provider(conn, uuid)
@@ -35,15 +39,14 @@ def reshape(conn, inventories, consumers):
             raise providers.ConcurrentUpdate(
                 'resource provider generation conflict for provider %s: '
                 'actual: %d, given: %d' % (uuid, row['generation'], generation))
+        if not wanted:
+            continue
         current = inventories_db.get_all(conn, row['id'])
-        leaving = set(current) - set(wanted)
-        interim = dict(wanted)
-        interim.update({rc: current[rc] for rc in leaving})
+        interim = {rc: current[rc] for rc in set(current) - set(wanted)}
+        interim.update(wanted)
         inventories_db.replace_inventories(conn, row, interim, generation)
-        if leaving:
-            removing_later.append(uuid)
     if consumers:
         allocations.write(conn, consumers)
-    for uuid in removing_later:
+    for uuid in sorted(inventories):
         row = providers.get(conn, uuid)
         inventories_db.replace_inventories(conn, row, inventories[uuid][1])

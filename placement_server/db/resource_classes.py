@@ -30,8 +30,7 @@ def ids_by_name(conn, names):
     found = dict(conn.execute(sa.select(RC.c.name, RC.c.id).where(RC.c.name.in_(names))).all())
     unknown = names - set(found)
     if unknown:
-        raise errors.BadRequest('Unknown resource class in request: %s'
-                                % ', '.join(sorted(unknown)))
+        raise errors.ResourceClassNotFound('No such resource class %s.' % min(unknown))
     return found
 
 
@@ -40,7 +39,7 @@ def create(conn, name):
     try:
         with conn.begin_nested():
             conn.execute(RC.insert().values(name=name, created_at=api.utcnow()))
-    except sa.exc.IntegrityError:
+    except api.CONSTRAINT_VIOLATION:
         return False
     return True
 
@@ -68,7 +67,7 @@ def rename(conn, old, new):
         with conn.begin_nested():
             conn.execute(RC.update().where(RC.c.id == row.id)
                          .values(name=new, updated_at=api.utcnow()))
-    except sa.exc.IntegrityError:
+    except api.CONSTRAINT_VIOLATION:
         raise errors.Conflict('Resource class already exists: %s' % new,
                               code=errors.DUPLICATE_NAME)
     return get(conn, new)

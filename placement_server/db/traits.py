@@ -40,7 +40,7 @@ def create(conn, name):
         with conn.begin_nested():
             conn.execute(TRAITS.insert().values(name=name, created_at=api.utcnow()))
         created = True
-    except sa.exc.IntegrityError:
+    except api.CONSTRAINT_VIOLATION:
         created = False
     return get(conn, name), created
 
@@ -55,7 +55,7 @@ def delete(conn, name):
     try:
         with conn.begin_nested():
             conn.execute(TRAITS.delete().where(TRAITS.c.id == row['id']))
-    except sa.exc.IntegrityError:
+    except api.CONSTRAINT_VIOLATION:
         # A provider took the trait since the check above.
         raise errors.Conflict('The trait %s is in use by a resource provider.' % name)
 

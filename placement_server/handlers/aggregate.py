@@ -1,4 +1,5 @@
 """/resource_providers/{uuid}/aggregates (1.1): show and replace."""
+from placement_server import errors
 from placement_server import util
 from placement_server.db import aggregates as db
 from placement_server.db import api
@@ -28,17 +29,23 @@ def get_aggregates(req, uuid):
 @api.retry_on_deadlock
 def put_aggregates(req, uuid):
     req.context.can('placement:resource_providers:aggregates:update')
-    if req.version >= (1, 19):
-        data = util.extract_json(req, schema.PUT_1_19)
-        aggregates, generation = data['aggregates'], data['resource_provider_generation']
-    else:
-        aggregates, generation = util.extract_json(req, schema.PUT_1_1), None
+    try:
+        if req.version >= (1, 19):
+            data = util.extract_json(req, schema.PUT_1_19)
+            aggregates, generation = data['aggregates'], data['resource_provider_generation']
+        else:
+            aggregates, generation = util.extract_json(req, schema.PUT_1_1), None
+    except errors.BadRequest:
+        # As upstream: an unknown provider is a 404 before its body is judged.
+        with req.db.reader() as conn:
+            providers.get(conn, uuid)
+        raise
     # Stored in canonical form, so member_of matches whatever form is used.
     aggregates = [util.normalize_uuid(a) for a in aggregates]
     with req.db.writer() as conn:
         generation = db.set_for_provider(conn, uuid, aggregates, generation)
-    # The body is what was just written: no need to read it back.
-    return _render(req, sorted(set(aggregates)), generation, util.last_modified())
+    # The body is what was just written, in the order given (as upstream).
+    return _render(req, list(dict.fromkeys(aggregates)), generation, util.last_modified())
 
 
 ROUTES = [

@@ -96,8 +96,10 @@ def set_for_consumer(req, consumer_uuid):
     req.context.can('placement:allocations:update')
     consumer_uuid = _consumer_uuid(consumer_uuid)
     data = util.extract_json(req, schema.put_schema(req.version))
-    db.write_with_retry(req.db, [_request(req, consumer_uuid, data)],
-                        req.conf.placement.allocation_conflict_retry_count)
+    with errors.worded(errors.ResourceClassNotFound,
+                       'Unable to allocate inventory for consumer %s: ' % consumer_uuid):
+        db.write_with_retry(req.db, [_request(req, consumer_uuid, data)],
+                            req.conf.placement.allocation_conflict_retry_count)
     return util.no_content()
 
 
@@ -112,8 +114,9 @@ def set_allocations(req):
         if consumer_uuid in requests:
             raise errors.BadRequest('Consumer %s appears twice.' % consumer_uuid)
         requests[consumer_uuid] = _request(req, consumer_uuid, part)
-    db.write_with_retry(req.db, list(requests.values()),
-                        req.conf.placement.allocation_conflict_retry_count)
+    with errors.worded(errors.ResourceClassNotFound, 'Unable to allocate inventory '):
+        db.write_with_retry(req.db, list(requests.values()),
+                            req.conf.placement.allocation_conflict_retry_count)
     return util.no_content()
 
 

@@ -19,9 +19,9 @@ def _render(row):
     return {f: row[f] for f in db.FIELDS}
 
 
-def _check_capacity(req, provider, inventories):
+def _check_capacity(req, provider, inventories, action='update'):
     db.check_capacity(provider['uuid'], inventories,
-                      reserved_may_equal_total=req.version >= (1, 26))
+                      reserved_may_equal_total=req.version >= (1, 26), action=action)
 
 
 def _check_generation(provider, generation):
@@ -73,8 +73,10 @@ def set_inventories(req, uuid):
         provider = _lock(conn, uuid)
         _check_generation(provider, data['resource_provider_generation'])
         _check_capacity(req, provider, inventories)
-        generation = db.replace_inventories(
-            conn, provider, inventories, data['resource_provider_generation'])
+        with errors.worded(errors.ResourceClassNotFound, 'Unknown resource class in '
+                           'inventory for resource provider %s: ' % provider['uuid']):
+            generation = db.replace_inventories(
+                conn, provider, inventories, data['resource_provider_generation'])
         rows = db.get_all(conn, provider['id'])
     return _send_all(req, generation, rows)
 
@@ -83,9 +85,7 @@ def set_inventories(req, uuid):
 def delete_inventories(req, uuid):
     if req.version < (1, 5):
         # The route exists before 1.5, the method does not.
-        raise errors.MethodNotAllowed(
-            'The method specified is not allowed for this resource.',
-            headers={'Allow': 'GET, POST, PUT'})
+        raise errors.method_not_allowed(req.method, 'GET, POST, PUT')
     req.context.can('placement:resource_providers:inventories:delete')
     with req.db.writer() as conn:
         provider = _lock(conn, uuid)
@@ -102,8 +102,10 @@ def create_inventory(req, uuid):
     inv = _with_defaults(data)
     with req.db.writer() as conn:
         provider = _lock(conn, uuid)
-        _check_capacity(req, provider, {rc: inv})
-        generation = db.add_inventory(conn, provider, rc, inv)
+        _check_capacity(req, provider, {rc: inv}, action='create')
+        with errors.worded(errors.ResourceClassNotFound, 'Unable to create inventory '
+                           'for resource provider %s: ' % provider['uuid']):
+            generation = db.add_inventory(conn, provider, rc, inv)
         row = db.get_all(conn, provider['id'])[rc]
     return _send_one(req, generation, row, status=201,
                      headers={'Location': _location(provider['uuid'], rc)})

@@ -1,14 +1,10 @@
 """/resource_classes: list, show, create (POST, and PUT from 1.7), rename
 (PUT before 1.7), delete."""
-import re
-
 from placement_server import errors
 from placement_server import util
 from placement_server.db import api
 from placement_server.db import resource_classes as db
 from placement_server.schemas import resource_class as schema
-
-_CUSTOM = re.compile(schema.CUSTOM_NAME['pattern'])
 
 
 def _link(name):
@@ -60,9 +56,8 @@ def update_resource_class(req, name):
     req.context.can('placement:resource_classes:update')
     if req.version >= (1, 7):
         # 1.7+: PUT creates the custom class if it is missing; no body.
-        if not _CUSTOM.match(name):
-            raise errors.BadRequest('Resource class name %s must start with '
-                                    'CUSTOM_ and contain only A-Z, 0-9 and _.' % name)
+        # The name in the path is judged as a body naming it would be.
+        util.validate({'name': name}, schema.PUT_1_2)
         with req.db.writer() as conn:
             created = db.create(conn, name)
         resp = util.no_content(201 if created else 204)

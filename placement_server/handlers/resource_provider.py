@@ -1,15 +1,13 @@
 """/resource_providers: create, list (with filters), show, update, delete."""
 import uuid as uuidlib
 
-import sqlalchemy as sa
-
+from placement_server import errors
 from placement_server import query
 from placement_server import util
 from placement_server.db import api
 from placement_server.db import provider_filters
 from placement_server.db import providers as db
 from placement_server.schemas import resource_provider as schema
-
 
 _LINKS = (((1, 0), 'self', ''), ((1, 0), 'inventories', '/inventories'),
           ((1, 0), 'usages', '/usages'), ((1, 1), 'aggregates', '/aggregates'),
@@ -27,13 +25,15 @@ def renderer(req):
     nested = version >= (1, 14)
 
     def render(row):
-        # Rows are plain (attribute access): no per-row mapping wrapper.
-        base = '/resource_providers/' + row.uuid
-        body = {'uuid': row.uuid, 'name': row.name, 'generation': row.generation,
+        # By position, in db.view_query's column order: the list renders the
+        # database's own tuples.
+        uuid = row[1]
+        base = '/resource_providers/' + uuid
+        body = {'uuid': uuid, 'name': row[2], 'generation': row[3],
                 'links': [{'rel': rel, 'href': base + suffix} for rel, suffix in links]}
         if nested:
-            body['parent_provider_uuid'] = row.parent_provider_uuid
-            body['root_provider_uuid'] = row.root_provider_uuid
+            body['parent_provider_uuid'] = row[6]
+            body['root_provider_uuid'] = row[7]
         return body
     return render
 
@@ -44,9 +44,12 @@ def _modified(row):
 
 @api.retry_on_deadlock
 def _create(database, uuid, name, parent_uuid):
-    with database.writer() as conn:
-        db.create(conn, uuid, name, parent_uuid)
-        return db.get_view(conn, uuid)
+    try:
+        with database.writer() as conn:
+            return db.create(conn, uuid, name, parent_uuid)
+    except db.Clash:
+        with database.reader() as conn:
+            raise db.clash_error(conn, uuid, name)
 
 
 def create_resource_provider(req):
@@ -55,8 +58,10 @@ def create_resource_provider(req):
         req, schema.POST_1_14 if req.version >= (1, 14) else schema.POST_1_0)
     uuid = util.normalize_uuid(data['uuid']) if 'uuid' in data else str(uuidlib.uuid4())
     parent = data.get('parent_provider_uuid')
-    row = _create(req.db, uuid, data['name'],
-                  util.normalize_uuid(parent) if parent else None)
+    with errors.worded(db.Refused, 'Unable to create resource provider "%s", %s: '
+                       % (data['name'], uuid)):
+        row = _create(req.db, uuid, data['name'],
+                      util.normalize_uuid(parent) if parent else None)
     location = '/resource_providers/%s' % uuid
     if req.version >= (1, 20):
         # 1.20 answers 200 (not 201) with the provider.
@@ -95,12 +100,11 @@ def list_resource_providers(req):
     filters = _filters(req)
     with req.db.reader() as conn:
         where = provider_filters.conditions(conn, **filters)
-        rows = conn.execute(db.view_query().where(sa.and_(sa.true(), *where))
-                            .order_by(db.RP.c.id)).all()
+        rows, newest = db.list_view(conn, where)
     render = renderer(req)
     return util.json_response(
         req, {'resource_providers': [render(r) for r in rows]},
-        modified=util.last_modified(*(_modified(r) for r in rows)))
+        modified=util.last_modified(newest))
 
 
 def get_resource_provider(req, uuid):
@@ -125,7 +129,8 @@ def update_resource_provider(req, uuid):
     req.context.can('placement:resource_providers:update')
     data = util.extract_json(
         req, schema.PUT_1_14 if req.version >= (1, 14) else schema.PUT_1_0)
-    row = _update(req.db, uuid, data, req.version >= (1, 37))
+    with errors.worded(db.Refused, 'Unable to save resource provider %s: ' % uuid):
+        row = _update(req.db, uuid, data, req.version >= (1, 37))
     return util.json_response(req, renderer(req)(row), modified=_modified(row))
 
 
@@ -137,7 +142,10 @@ def _delete(database, uuid):
 
 def delete_resource_provider(req, uuid):
     req.context.can('placement:resource_providers:delete')
-    _delete(req.db, uuid)
+    try:
+        _delete(req.db, uuid)
+    except errors.NotFound as e:
+        raise errors.NotFound(e.detail + ' for delete')
     return util.no_content()
 
 

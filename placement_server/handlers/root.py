@@ -12,4 +12,5 @@ def home(req):
         'status': 'CURRENT',
         'links': [{'rel': 'self', 'href': ''}],
     }
-    return util.json_response(req, {'versions': [version]})
+    # From 1.15 every GET says Last-Modified; the version document's is now.
+    return util.json_response(req, {'versions': [version]}, modified=util.last_modified())

@@ -37,10 +37,12 @@ def _list_filters(req):
                 'parameter in form: ?name=[in|startswith]:[name1,name2|prefix]. '
                 'Got: "%s"' % name)
     if 'associated' in params:
-        if params['associated'] not in ('true', 'false'):
+        # any case: osc-placement and openstacksdk send "True"
+        associated = params['associated'].lower()
+        if associated not in ('true', 'false'):
             raise errors.BadRequest('The query parameter "associated" only '
                                     'accepts "true" or "false"')
-        filters['associated'] = params['associated'] == 'true'
+        filters['associated'] = associated == 'true'
     return filters
 
 

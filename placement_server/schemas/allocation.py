@@ -93,6 +93,8 @@ PUT_1_28['required'].append('consumer_generation')
 PUT_1_34 = copy.deepcopy(PUT_1_28)
 PUT_1_34['properties']['mappings'] = {
     'type': 'object',
+    # an empty mappings object is refused, as upstream does
+    'minProperties': 1,
     'patternProperties': {
         # Upstream does not check these are uuids; neither do we (not stored).
         '^[a-zA-Z0-9_-]{0,64}$': {'type': 'array', 'minItems': 1,

@@ -4,6 +4,7 @@ import copy
 from placement_server.schemas import allocation
 from placement_server.schemas import inventory
 
+
 def _allocations(post_schema):
     # Unlike POST /allocations, a reshape may move no allocation at all.
     schema = copy.deepcopy(post_schema)
@@ -27,9 +28,15 @@ POST_1_30 = {
     'additionalProperties': False,
 }
 
+POST_1_34 = copy.deepcopy(POST_1_30)
+POST_1_34['properties']['allocations'] = _allocations(allocation.POST_1_34)
+
 POST_1_38 = copy.deepcopy(POST_1_30)
 POST_1_38['properties']['allocations'] = _allocations(allocation.POST_1_38)
 
 
 def for_version(version):
-    return POST_1_38 if version >= (1, 38) else POST_1_30
+    for since, schema in (((1, 38), POST_1_38), ((1, 34), POST_1_34)):
+        if version >= since:
+            return schema
+    return POST_1_30

@@ -14,7 +14,9 @@ from keystoneauth1 import token_endpoint
 import pytest
 
 from placement_server.direct import PlacementDirect
-from tracker.providers.provider import Provider, inventory, stable_uuid
+from tracker.providers.provider import Provider
+from tracker.providers.provider import inventory
+from tracker.providers.provider import stable_uuid
 from tracker.report_client import ReportClient
 
 ADMIN = 'admin'

@@ -11,9 +11,9 @@ import json
 import pytest
 import requests
 
+from tests import upstream
 from tests.functional import client as client_mod
 from tests.functional import side_by_side
-from tests import upstream
 from tests.upstream import _upstream_server  # noqa: F401 (fixture)
 
 
@@ -108,7 +108,8 @@ def normalized(body):
         if 'mappings' in c:
             c['mappings'] = {k: sorted(v) for k, v in c['mappings'].items()}
         if isinstance(c['allocations'], list):
-            c['allocations'] = sorted(c['allocations'], key=lambda a: a['resource_provider']['uuid'])
+            c['allocations'] = sorted(c['allocations'],
+                                      key=lambda a: a['resource_provider']['uuid'])
         cands.append(json.dumps(c, sort_keys=True))
     summaries = {u: dict(s, **({'traits': sorted(s['traits'])} if 'traits' in s else {}))
                  for u, s in body['provider_summaries'].items()}

@@ -184,10 +184,15 @@ def _seed(api):
     assert resp.status_int == 204, resp.text
 
 
-def _check(method, path, resp):
+def _check(method, path, resp, accept=None):
     where = '%s %s -> %s %s' % (method, path[:200], resp.status, resp.text[:500])
     assert resp.status_int < 500, where
     if resp.status_int < 400:
+        return
+    if accept == 'text/html':
+        # As upstream: a client asking for HTML (only) gets an HTML page.
+        assert resp.content_type == 'text/html', where
+        assert '<h1>%s</h1>' % resp.status in resp.text, where
         return
     assert resp.content_type == 'application/json', where
     error = json.loads(resp.text)['errors'][0]
@@ -212,7 +217,7 @@ def test_hostile_requests_never_500(api, request):
     def hostile(req):
         method, path, body, headers = req
         resp = api.request(method, path, raw=body, headers=headers)
-        _check(method, path, resp)
+        _check(method, path, resp, headers.get('Accept'))
 
     hostile()
 

@@ -138,7 +138,6 @@ def test_delete_all_exists_from_1_5(api):
     {'total': 8, 'min_unit': 0},
     {'total': 8, 'max_unit': 0},
     {'total': 8, 'step_size': 0},
-    {'total': 8, 'allocation_ratio': 0},
     {'total': 8, 'allocation_ratio': -1.0},
     {'total': 8, 'allocation_ratio': 'x'},
     {'total': 8, 'colour': 'blue'},
@@ -150,6 +149,18 @@ def test_invalid_inventory_is_400(api, record):
     assert resp.status_int == 400, resp.body
     assert error_code(resp) == errors.UNDEFINED
     assert api.get(inv_url(rp), version=V).json['resource_provider_generation'] == 0
+
+
+def test_zero_allocation_ratio_holds_everything_back_from_1_26(api):
+    # As upstream: capacity 0 (a ratio of 0, or reserved equal to total) is
+    # refused before 1.26 and accepted from it.
+    rp = make_provider(api)
+    for record in ({'total': 8, 'allocation_ratio': 0}, {'total': 8, 'reserved': 8}):
+        resp = put_all(api, rp, {'VCPU': record}, 0, version='1.25')
+        assert resp.status_int == 400, resp.body
+        assert 'The reserved value is greater than or equal to total.' in resp.text
+    resp = put_all(api, rp, {'VCPU': {'total': 8, 'allocation_ratio': 0}}, 0, version='1.26')
+    assert resp.status_int == 200, resp.body
 
 
 def test_bad_bodies_are_400_or_415(api):

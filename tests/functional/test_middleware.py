@@ -3,8 +3,8 @@ import prometheus_client
 import pytest
 import webob
 
-from placement_server import policy
 from placement_server import deploy
+from placement_server import policy
 from placement_server.db import api as db_api
 from tests.functional import client as client_mod
 

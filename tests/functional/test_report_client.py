@@ -6,12 +6,26 @@ runs these same functions against upstream openstack-placement.
 """
 import pytest
 
-from tests.functional.report_client_fixtures import (  # noqa: F401 (placement: fixture)
-    AGG, GPU0, GPU1, NUMA0, NUMA1, ROOT, V, VM1, allocations, custom_trait,
-    generation, get, host, placement, put)
+from tests.functional.report_client_fixtures import AGG  # noqa: F401 (placement: fixture)
+from tests.functional.report_client_fixtures import GPU0  # noqa: F401 (placement: fixture)
+from tests.functional.report_client_fixtures import GPU1  # noqa: F401 (placement: fixture)
+from tests.functional.report_client_fixtures import NUMA0  # noqa: F401 (placement: fixture)
+from tests.functional.report_client_fixtures import NUMA1  # noqa: F401 (placement: fixture)
+from tests.functional.report_client_fixtures import ROOT  # noqa: F401 (placement: fixture)
+from tests.functional.report_client_fixtures import VM1  # noqa: F401 (placement: fixture)
+from tests.functional.report_client_fixtures import V  # noqa: F401 (placement: fixture)
+from tests.functional.report_client_fixtures import allocations  # noqa: F401 (placement: fixture)
+from tests.functional.report_client_fixtures import custom_trait  # noqa: F401 (placement: fixture)
+from tests.functional.report_client_fixtures import generation  # noqa: F401 (placement: fixture)
+from tests.functional.report_client_fixtures import get  # noqa: F401 (placement: fixture)
+from tests.functional.report_client_fixtures import host  # noqa: F401 (placement: fixture)
+from tests.functional.report_client_fixtures import placement  # noqa: F401 (placement: fixture)
+from tests.functional.report_client_fixtures import put  # noqa: F401 (placement: fixture)
 from tracker.drivers.base import Instance
 from tracker.placement import errors
-from tracker.providers.provider import Provider, inventory, stable_uuid
+from tracker.providers.provider import Provider
+from tracker.providers.provider import inventory
+from tracker.providers.provider import stable_uuid
 
 
 def test_first_sync_writes_the_tree_and_a_second_sends_nothing(placement):
@@ -271,3 +285,24 @@ def test_a_provider_already_in_another_tree_is_moved_into_ours(placement):
     assert result.errors == []
     assert result.updated == {GPU1: ['parent', 'inventories']}
     assert client.fetch_tree(ROOT).get(GPU1).parent_uuid == NUMA1
+
+def test_a_refused_part_does_not_block_the_providers_other_parts(placement):
+    """Placement refuses the root's traits (a name it does not know): its
+    inventories and aggregates, and the other providers, are still written."""
+    client = placement.client()
+    client.sync(host())
+    desired = host()
+    desired[0].traits = {'HW_NOT_A_TRAIT_ANYWHERE'}
+    desired[0].aggregates = {AGG}
+    desired[0].inventories['VCPU'] = inventory(32)
+    desired[3].inventories['VGPU'] = inventory(6)
+    result = client.sync(desired)
+    assert [e.status for e in result.errors] == [400]
+    assert 'traits' in str(result.errors[0])
+    assert get(placement, '/resource_providers/%s/aggregates' % ROOT)['aggregates'] == [AGG]
+    assert get(placement, '/resource_providers/%s/inventories' % ROOT)[
+        'inventories']['VCPU']['total'] == 32
+    assert get(placement, '/resource_providers/%s/inventories' % GPU0)[
+        'inventories']['VGPU']['total'] == 6
+    assert sorted(get(placement, '/resource_providers/%s/traits' % ROOT)['traits']) == [
+        'CUSTOM_TRACKER', 'HW_CPU_X86_AVX2']

@@ -3,11 +3,22 @@
 Like test_report_client.py, these run on our server here and on upstream
 placement in tests/integration/test_report_client_upstream.py.
 """
-from tests.functional.report_client_fixtures import (  # noqa: F401 (placement: fixture)
-    GPU0, GPU1, NUMA1, ROOT, VM1, VM2, allocations, get, host, placement, put)
+from tests.functional.report_client_fixtures import GPU0  # noqa: F401 (placement: fixture)
+from tests.functional.report_client_fixtures import GPU1  # noqa: F401 (placement: fixture)
+from tests.functional.report_client_fixtures import NUMA1  # noqa: F401 (placement: fixture)
+from tests.functional.report_client_fixtures import ROOT  # noqa: F401 (placement: fixture)
+from tests.functional.report_client_fixtures import VM1  # noqa: F401 (placement: fixture)
+from tests.functional.report_client_fixtures import VM2  # noqa: F401 (placement: fixture)
+from tests.functional.report_client_fixtures import allocations  # noqa: F401 (placement: fixture)
+from tests.functional.report_client_fixtures import get  # noqa: F401 (placement: fixture)
+from tests.functional.report_client_fixtures import host  # noqa: F401 (placement: fixture)
+from tests.functional.report_client_fixtures import placement  # noqa: F401 (placement: fixture)
+from tests.functional.report_client_fixtures import put  # noqa: F401 (placement: fixture)
 from tracker.drivers.base import Instance
 from tracker.placement import errors
-from tracker.providers.provider import Provider, inventory, stable_uuid
+from tracker.providers.provider import Provider
+from tracker.providers.provider import inventory
+from tracker.providers.provider import stable_uuid
 
 
 def test_a_provider_holding_allocations_is_kept_and_reported(placement):

@@ -5,8 +5,16 @@ the state file is the only thing the two share.
 """
 import json
 
-from tests.functional.report_client_fixtures import (  # noqa: F401 (placement: fixture)
-    AGG, NUMA0, ROOT, V, custom_trait, generation, get, host, placement, put)
+from tests.functional.report_client_fixtures import AGG  # noqa: F401 (placement: fixture)
+from tests.functional.report_client_fixtures import NUMA0  # noqa: F401 (placement: fixture)
+from tests.functional.report_client_fixtures import ROOT  # noqa: F401 (placement: fixture)
+from tests.functional.report_client_fixtures import V  # noqa: F401 (placement: fixture)
+from tests.functional.report_client_fixtures import custom_trait  # noqa: F401 (placement: fixture)
+from tests.functional.report_client_fixtures import generation  # noqa: F401 (placement: fixture)
+from tests.functional.report_client_fixtures import get  # noqa: F401 (placement: fixture)
+from tests.functional.report_client_fixtures import host  # noqa: F401 (placement: fixture)
+from tests.functional.report_client_fixtures import placement  # noqa: F401 (placement: fixture)
+from tests.functional.report_client_fixtures import put  # noqa: F401 (placement: fixture)
 
 OTHER_AGG = '2a7b3c4d-5e6f-4a8b-9c0d-1e2f3a4b5c6d'
 

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from placement_server.direct import PlacementDirect
 from tests.functional.report_client_fixtures import Placement
-from tracker.providers.provider import Provider, inventory
+from tracker.providers.provider import Provider
+from tracker.providers.provider import inventory
 
 V = '1.39'
 SLOTS = 6

@@ -16,10 +16,13 @@ import pytest
 
 from placement_server import direct
 from placement_server.direct import PlacementDirect
-from tests.functional.report_client_fixtures import ROOT, host, http_adapter
+from tests.functional.report_client_fixtures import ROOT
+from tests.functional.report_client_fixtures import host
+from tests.functional.report_client_fixtures import http_adapter
 from tracker import conf as tracker_conf
 from tracker.placement import errors
-from tracker.report_client import ReportClient, list_opts
+from tracker.report_client import ReportClient
+from tracker.report_client import list_opts
 
 
 def adapter_onto(app):

@@ -110,10 +110,10 @@ def test_show(api):
     assert resp.status_int == 200
     assert resp.json['name'] == 'cn1'
     assert 'parent_provider_uuid' not in resp.json
-    assert [l['rel'] for l in resp.json['links']] == ['self', 'inventories', 'usages']
+    assert [link['rel'] for link in resp.json['links']] == ['self', 'inventories', 'usages']
     assert 'Last-Modified' not in resp.headers
     resp = api.get('/resource_providers/%s' % RP1, version='1.6')
-    assert [l['rel'] for l in resp.json['links']] == [
+    assert [link['rel'] for link in resp.json['links']] == [
         'self', 'inventories', 'usages', 'aggregates', 'traits']
 
 

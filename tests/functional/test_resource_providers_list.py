@@ -1,4 +1,6 @@
 """GET /resource_providers and its filters, per microversion."""
+import datetime
+
 import pytest
 import sqlalchemy as sa
 
@@ -99,6 +101,22 @@ def test_list_empty_has_last_modified(api):
     assert resp.json == {'resource_providers': []}
     assert 'Last-Modified' in resp.headers
     assert resp.headers['Cache-Control'] == 'no-cache'
+
+
+def test_list_last_modified_is_the_newest_change(api, database):
+    _post(api, 'cn1', CN1)
+    _post(api, 'cn2', CN2)
+    rp = sa.table('resource_providers', sa.column('uuid'), sa.column('created_at'),
+                  sa.column('updated_at'))
+    with database.writer() as conn:
+        conn.execute(rp.update().where(rp.c.uuid == CN1)
+                     .values(updated_at=datetime.datetime(2031, 1, 2, 3, 4, 5)))
+        conn.execute(rp.update().where(rp.c.uuid == CN2)
+                     .values(created_at=datetime.datetime(2030, 6, 7, 8, 9, 10)))
+    resp = api.get('/resource_providers', version='1.15')
+    assert resp.headers['Last-Modified'] == 'Thu, 02 Jan 2031 03:04:05 GMT'
+    resp = api.get('/resource_providers?name=cn2', version='1.15')
+    assert resp.headers['Last-Modified'] == 'Fri, 07 Jun 2030 08:09:10 GMT'
 
 
 def test_name_and_uuid(world):

@@ -7,7 +7,7 @@ def test_root_needs_no_token(api):
     doc = resp.json['versions'][0]
     assert doc['min_version'] == '1.0'
     assert doc['max_version'] == '1.39'
-    assert resp.headers['Vary'] == 'OpenStack-API-Version'
+    assert resp.headers['Vary'] == 'openstack-api-version'
     assert resp.headers['OpenStack-API-Version'] == 'placement 1.0'
     assert resp.headers['x-openstack-request-id'].startswith('req-')
 

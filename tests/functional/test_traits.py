@@ -1,5 +1,6 @@
 """/traits and /resource_providers/{uuid}/traits, per the API reference."""
-from tests.functional.client import error, make_provider
+from tests.functional.client import error
+from tests.functional.client import make_provider
 
 RP1 = '5d3c1a7e-8b2f-4c61-9e0d-3a4b5c6d7e01'
 RP2 = '5d3c1a7e-8b2f-4c61-9e0d-3a4b5c6d7e02'

@@ -44,16 +44,19 @@ def write_host(path, description):
 
 
 def write_conf(path, placement_url, host_file, hostname, rpc=False,
-               notifications=False, interval=1, **tracker):
+               notifications=False, interval=1, compute=None, **tracker):
+    """A config for the fake driver: ``tracker`` and ``compute`` add
+    options to those groups."""
     lines = ['[DEFAULT]', 'transport_url = %s' % RABBIT,
+             'host = %s' % hostname,
              '[tracker]', 'driver = fake', 'interval = %d' % interval,
              'jitter = 0', 'rpc = %s' % rpc, 'notifications = %s' % notifications,
              # each test's own: ownership files of the same host name in
              # other tests' placements must not mix
              'state_path = %s' % os.path.dirname(os.path.abspath(str(path)))]
     lines += ['%s = %s' % item for item in tracker.items()]
-    lines += ['[compute]', 'host = %s' % hostname,
-              '[fake]', 'host_file = %s' % host_file,
+    lines += ['[compute]'] + ['%s = %s' % item for item in (compute or {}).items()]
+    lines += ['[fake]', 'host_file = %s' % host_file,
               '[placement]', 'auth_type = admin_token', 'token = admin',
               'endpoint = %s' % placement_url,
               'connect_retries = 0']

@@ -2,9 +2,9 @@
 import pytest
 
 from tests.integration import agent_env as env
+from tests.integration.servers import placement_servers  # noqa: F401
 from tests.upstream import _upstream_server  # noqa: F401  (fixtures)
 from tests.upstream import upstream_placement  # noqa: F401
-from tests.integration.servers import placement_servers  # noqa: F401
 
 
 @pytest.fixture

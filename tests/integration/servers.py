@@ -20,8 +20,10 @@ import os
 import signal
 import subprocess
 import sys
+import uuid
 
 import pytest
+import requests
 
 from tests import upstream
 
@@ -30,6 +32,24 @@ PLACEMENT_SERVER = os.path.join(BIN, 'placement-server')
 PLACEMENT_MANAGE = os.path.join(BIN, 'placement-manage')
 
 ADMIN = {'X-Auth-Token': 'admin', 'OpenStack-API-Version': 'placement latest'}
+ADMIN_1_39 = dict(ADMIN, **{'OpenStack-API-Version': 'placement 1.39'})
+
+
+def call(method, url, body=None, timeout=120):
+    """(status, decoded body or None) of one admin request at 1.39."""
+    resp = requests.request(method, url, json=body, headers=ADMIN_1_39, timeout=timeout)
+    return resp.status_code, (resp.json() if resp.content else None)
+
+
+def make_provider(base, inventories):
+    """A new root provider on the server at ``base`` with ``inventories``."""
+    status, body = call('POST', base + '/resource_providers', {'name': 'cn-%s' % uuid.uuid4()})
+    assert status == 200, body
+    rp = body['uuid']
+    status, body = call('PUT', '%s/resource_providers/%s/inventories' % (base, rp),
+                        {'resource_provider_generation': 0, 'inventories': inventories})
+    assert status == 200, body
+    return rp
 
 
 class Server:

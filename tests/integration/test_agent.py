@@ -8,10 +8,10 @@ import threading
 import time
 import uuid
 
-import oslo_messaging
-import pytest
 from oslo_config import cfg
+import oslo_messaging
 from oslo_messaging import conffixture
+import pytest
 
 from tests.integration import agent_env as env
 from tests.integration.agent_env import instance

@@ -5,14 +5,15 @@ import threading
 import time
 import uuid
 
+from oslo_config import cfg
 import oslo_messaging
 from oslo_messaging import conffixture
 import pytest
-from oslo_config import cfg
 
 from tracker import agent as agent_mod
 from tracker import conf as tracker_conf
-from tracker import notify, rpc
+from tracker import notify
+from tracker import rpc
 
 RABBIT = 'rabbit://guest:guest@127.0.0.1:5672/'
 pytestmark = pytest.mark.integration
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.integration
 def conf(tmp_path):
     path = tmp_path / 'tracker.conf'
     host = 'test-%s' % uuid.uuid4().hex[:8]
-    path.write_text('[DEFAULT]\ntransport_url = %s\n[compute]\nhost = %s\n'
+    path.write_text('[DEFAULT]\ntransport_url = %s\nhost = %s\n'
                     % (RABBIT, host))
     conf = cfg.ConfigOpts()
     # What oslo.messaging registers on the global CONF only.

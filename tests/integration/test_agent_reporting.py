@@ -117,7 +117,7 @@ def test_operator_provider_config_is_reported_and_audited(server, host, tmp_path
         "      additional: [{CUSTOM_DB_LICENSE: {total: 4}}]\n"
         "    traits: {additional: [CUSTOM_GOLD]}\n")
     conf = env.write_conf(tmp_path / 'tracker.conf', server.url, path, HOST,
-                          provider_config_location=str(overlays))
+                          compute={'provider_config_location': str(overlays)})
     once = env.run('tracker-agent', conf, '--once')
     assert once.returncode == 0, once.stderr
     tree = env.Placement(server.url).tree(HOST)
@@ -153,7 +153,8 @@ def test_aggregate_sync_survives_the_agent_and_reruns(placement_servers, host, a
     assert members() == {ssd}
     out = env.run('tracker-manage', conf, 'aggregates', 'sync', '--file', str(agg_file))
     assert out.returncode == 0, out.stderr
-    assert '%s in rack-a' % HOST in out.stdout
+    assert 'added %s to rack-a' % HOST in out.stdout
+    assert 'removed %s from ssd' % HOST in out.stdout
     assert members() == {rack}
 
     time.sleep(3)                       # agent cycles keep the membership
@@ -184,11 +185,10 @@ def test_libvirt_test_driver_host_is_reported_in_sync(server, tmp_path):
     with the operator's overcommit (nova's default ram ratio, 1.5) it fits,
     and one allocation may take the whole overcommitted capacity."""
     conf = tmp_path / 'tracker.conf'
-    conf.write_text('[tracker]\ndriver = libvirt\nrpc = false\nnotifications = false\n'
+    conf.write_text('[DEFAULT]\nram_allocation_ratio = 1.5\ninstances_path = %s\n'
+                    '[tracker]\ndriver = libvirt\nrpc = false\nnotifications = false\n'
                     'state_path = %s\n'
                     '[libvirt]\nconnection_uri = test:///default\n'
-                    '[compute]\nram_allocation_ratio = 1.5\n'
-                    'instances_path = %s\n'
                     '[placement]\nauth_type = admin_token\ntoken = admin\n'
                     'endpoint = %s\nconnect_retries = 0\n'
                     % (tmp_path, tmp_path, server.url))
@@ -204,3 +204,27 @@ def test_libvirt_test_driver_host_is_reported_in_sync(server, tmp_path):
     assert (memory['total'], memory['max_unit']) == (6144, 8448)
     assert list(env.Placement(server.url).allocations(hostname).values()) == [
         {hostname: {'VCPU': 2, 'MEMORY_MB': 8192}}]
+
+
+def test_a_reshape_passes_placement_policy_under_a_development_token(placement_url, host,
+                                                                     tmp_path):
+    """VCPU moves from the root to a NUMA child under a running instance: a
+    reshape, which placement's default policy grants the service role
+    only. With keystoneauth's admin_token (a noauth2 server) the agent says
+    it is the service it is; ours and upstream both accept it."""
+    write, path = host
+    vm1 = instance('vm1', **{HOST: {'VCPU': 2, 'MEMORY_MB': 512}})
+    description = env.describe_host(HOST, instances=[vm1])
+    write(description)
+    conf = env.write_conf(tmp_path / 'tracker.conf', placement_url, path, HOST)
+    once = env.run('tracker-agent', conf, '--once')
+    assert once.returncode == 0, once.stderr
+
+    root = description['providers'][0]
+    numa = {'name': HOST + '_numa0', 'inventories': {'VCPU': root['inventories'].pop('VCPU')}}
+    description['providers'].append(numa)
+    vm1['allocations'] = {HOST: {'MEMORY_MB': 512}, numa['name']: {'VCPU': 2}}
+    write(description)
+    once = env.run('tracker-agent', conf, '--once')
+    assert once.returncode == 0, once.stdout + once.stderr
+    env.wait_for(env.converged(env.Placement(placement_url), description))

@@ -5,6 +5,7 @@ import pytest
 from bench import allocation_candidates
 from bench import core_calls
 from bench import harness
+from bench import worker_memory
 
 pytestmark = pytest.mark.integration
 
@@ -17,8 +18,9 @@ def _same_statuses(results, calls):
         assert all(200 <= code < 300 for code in ours['statuses']), (call, ours)
 
 
-def test_core_calls_side_by_side():
-    results = harness.side_by_side('sqlite', core_calls.workload(5, 2), workers=1)
+@pytest.mark.parametrize('engine', harness.ENGINES)
+def test_core_calls_side_by_side(engine):
+    results = harness.side_by_side(engine, core_calls.workload(5, 2), workers=1)
     assert 'error' not in results['ours'] and 'error' not in results['upstream'], results
     _same_statuses(results, core_calls.CALLS)
     assert results['ours']['rss_mib_per_worker'][0] > 10
@@ -35,3 +37,12 @@ def test_allocation_candidates_side_by_side(shape, providers):
     assert ours['candidates'] == theirs['candidates'] > 0
     _same_statuses(results, ('timed candidates', 'allocation writes', 'candidates under load'))
     assert ours['throughput_rps'] > 0
+
+
+@pytest.mark.parametrize('shape', ['flat', 'nested'])
+def test_worker_memory_runs(shape):
+    result = worker_memory.measure('sqlite', 14, shape)
+    assert result['list']['items'] >= 14
+    assert result['unlimited']['items'] > 0
+    for phase in ('list', 'limit 1000', 'unlimited'):
+        assert result[phase]['peak_mib'] >= result['up']['rss_mib'] > 10

@@ -10,15 +10,13 @@ import threading
 import uuid
 
 import pytest
-import requests
 
 from placement_server import errors
-
-from tests.integration import servers
+from tests.integration.servers import call
+from tests.integration.servers import make_provider
 
 pytestmark = pytest.mark.integration
 
-HEADERS = dict(servers.ADMIN, **{'OpenStack-API-Version': 'placement 1.39'})
 CLIENTS = 50
 CAPACITY = 20
 
@@ -29,11 +27,6 @@ def urls(request, _databases, placement_servers):
     test_db = _databases(request.param)
     test_db.reset()
     return [s.url for s in placement_servers(test_db.url, count=2, workers=2)]
-
-
-def call(method, url, body=None):
-    resp = requests.request(method, url, json=body, headers=HEADERS, timeout=120)
-    return resp.status_code, (resp.json() if resp.content else None)
 
 
 def all_at_once(count, work):
@@ -50,16 +43,6 @@ def all_at_once(count, work):
     for t in threads:
         t.join()
     return results
-
-
-def make_provider(base, inventories):
-    status, body = call('POST', base + '/resource_providers', {'name': 'cn-%s' % uuid.uuid4()})
-    assert status == 200, body
-    rp = body['uuid']
-    status, body = call('PUT', '%s/resource_providers/%s/inventories' % (base, rp),
-                        {'resource_provider_generation': 0, 'inventories': inventories})
-    assert status == 200, body
-    return rp
 
 
 def test_concurrent_claims_never_overcommit(urls):

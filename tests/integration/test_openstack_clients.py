@@ -1,7 +1,9 @@
 """The real ``openstack`` CLI (osc-placement) and openstacksdk against a
 ``placement-server`` process, and the same CLI session against upstream
 placement 16.0.0: ours must give every command the same exit code and the
-same parsed output, at each microversion clients commonly pin.
+same parsed output, at every microversion (the CLI) and every microversion
+openstacksdk's placement calls need (the SDK): every osc-placement command
+and every sdk placement call with a plain-data signature runs.
 """
 import json
 import re
@@ -11,7 +13,9 @@ import pytest
 from tests.integration import clients as clients_mod
 from tests.integration import servers
 
-VERSIONS = ('1.0', '1.10', '1.14', '1.19', '1.28', '1.38', '1.39')
+# every microversion osc-placement speaks (it refuses 1.30-1.36)
+VERSIONS = tuple('1.%d' % minor for minor in [*range(30), 37, 38, 39])
+SDK_VERSIONS = tuple('1.%d' % minor for minor in range(6, 40))
 
 ROOT = 'c1000000-0000-4000-8000-000000000001'
 CHILD = 'c1000000-0000-4000-8000-000000000002'
@@ -128,6 +132,9 @@ def session(clients, v, run=None):
                      '--trait', 'HW_CPU_X86_AVX2', '-f', 'json')
         assert sorted(t['name'] for t in traits) == sorted([trait, 'HW_CPU_X86_AVX2'])
         run('resource', 'provider', 'trait', 'list', ROOT, '-f', 'json')
+        # osc-placement sends associated=True: any case is accepted
+        associated = run('trait', 'list', '--associated', '-f', 'json')
+        assert {trait, 'HW_CPU_X86_AVX2'} <= {t['name'] for t in associated}
         run('trait', 'delete', trait, expect=1)   # in use by ROOT
     aggregate_args = ['resource', 'provider', 'aggregate', 'set', ROOT, '--aggregate', AGG]
     if at_least(v, '1.19'):
@@ -151,6 +158,19 @@ def session(clients, v, run=None):
         candidates = run('allocation', 'candidate', 'list', '--resource', 'VCPU=2',
                          '--resource', 'MEMORY_MB=512', '-f', 'json')
         assert len(candidates) == 1
+        candidate = ['allocation', 'candidate', 'list', '--resource', 'VCPU=1']
+        if at_least(v, '1.16'):
+            run(*candidate, '--limit', '1', '-f', 'json')
+        if at_least(v, '1.17'):
+            run(*candidate, '--required', 'HW_CPU_X86_AVX2', '-f', 'json')
+        if at_least(v, '1.21'):
+            run(*candidate, '--member-of', AGG, '-f', 'json')
+        if at_least(v, '1.22'):
+            run(*candidate, '--forbidden', 'HW_CPU_X86_AVX2', '-f', 'json')
+        if at_least(v, '1.25'):
+            run('allocation', 'candidate', 'list', '--group', '1', '--resource', 'VCPU=1',
+                '--group', '2', '--resource', 'MEMORY_MB=512', '--group-policy', 'none',
+                '-f', 'json')
     alloc = ['resource', 'provider', 'allocation', 'set', CONSUMER,
              '--allocation', 'rp=%s,VCPU=2,MEMORY_MB=512' % ROOT]
     if at_least(v, '1.8'):
@@ -263,6 +283,9 @@ def sdk_session(clients, v):
     call('create_resource_class', name=rc_name)
     assert rc_name in [c['name'] for c in call('resource_classes')]
     call('get_resource_class', rc_name)
+    if at_least(v, '1.7'):
+        call('update_resource_class', rc_name)   # PUT: exists, fine
+    assert call('find_resource_provider', 'c1-sdk-renamed-' + v)['id'] == ROOT
     call('create_resource_provider_inventory', ROOT, resource_class='VCPU', total=8,
          allocation_ratio=2.0)
     call('create_resource_provider_inventory', ROOT, resource_class=rc_name, total=4)
@@ -281,28 +304,54 @@ def sdk_session(clients, v):
     call('create_trait', trait)
     call('get_trait', trait)
     assert trait in [t['name'] for t in call('traits', name='startswith:CUSTOM_C1_SDKT_')]
+    # openstacksdk sends associated=True: any case is accepted
+    call('traits', associated=True)
+    assert trait in [t['name'] for t in call('traits', associated=False,
+                                             name='startswith:CUSTOM_C1_SDKT_')]
+    call('get_resource_provider_trait', ROOT)
+    call('delete_resource_provider_trait', ROOT, ignore_missing=False)
     call('set_resource_provider_aggregates', {'provider': ROOT}, AGG)
     aggregates = call('fetch_resource_provider_aggregates', ROOT)
     assert aggregates['aggregates'] == [AGG]
+    call('get_resource_provider_aggregates', ROOT)
     call('fetch_resource_provider_usages', ROOT)
     if at_least(v, '1.10'):
         call('allocation_candidates', resources='VCPU:2')
-    claim = {'allocations': {ROOT: {'resources': {'VCPU': 2}}}, 'project_id': PROJECT,
-             'user_id': USER}
-    if at_least(v, '1.28'):
-        claim['consumer_generation'] = None   # a new consumer
-    if at_least(v, '1.38'):
-        claim['consumer_type'] = 'INSTANCE'
-    call('update_allocation', CONSUMER, **claim)
-    # Again: not new any more (1.28+); before that, a plain replacement.
-    call('update_allocation', CONSUMER, expect=409 if at_least(v, '1.28') else 'ok', **claim)
-    allocation = call('get_allocation', CONSUMER)
-    assert allocation['allocations'][ROOT]['resources'] == {'VCPU': 2}
-    call('resource_provider_allocations', ROOT)
-    if at_least(v, '1.9'):
+    # openstacksdk writes allocations in the 1.12 (dict) format
+    if at_least(v, '1.12'):
+        claim = {'allocations': {ROOT: {'resources': {'VCPU': 2}}}, 'project_id': PROJECT,
+                 'user_id': USER}
+        if at_least(v, '1.28'):
+            claim['consumer_generation'] = None   # a new consumer
+        if at_least(v, '1.38'):
+            claim['consumer_type'] = 'INSTANCE'
+        call('update_allocation', CONSUMER, **claim)
+        # Again: not new any more (1.28+); before that, a plain replacement.
+        call('update_allocation', CONSUMER, expect=409 if at_least(v, '1.28') else 'ok', **claim)
+        allocation = call('get_allocation', CONSUMER)
+        assert allocation['allocations'][ROOT]['resources'] == {'VCPU': 2}
+        call('resource_provider_allocations', ROOT)
         call('usages', PROJECT)
-    call('delete_allocation', CONSUMER, ignore_missing=False)
-    call('delete_allocation', CONSUMER, ignore_missing=False, expect=404)
+        call('delete_allocation', CONSUMER, ignore_missing=False)
+        call('delete_allocation', CONSUMER, ignore_missing=False, expect=404)
+        if at_least(v, '1.13'):
+            # POST /allocations: claim for one consumer, then move it to another
+            claims = {CONSUMER: claim}
+            call('create_allocations', claims)
+            moved = dict(claim, allocations={})
+            if at_least(v, '1.28'):
+                moved['consumer_generation'] = 1
+            call('create_allocations', {CONSUMER: moved, MISSING: claim})
+            assert call('get_allocation', MISSING)['allocations'][ROOT]['resources'] == {
+                'VCPU': 2}
+            call('delete_allocation', MISSING, ignore_missing=False)
+    generation = call('get_resource_provider', ROOT)['generation']
+    call('set_resource_provider_inventories', ROOT, {'VCPU': {'total': 4}}, generation)
+    call('set_resource_provider_inventories', ROOT, {'VCPU': {'total': 4}}, generation,
+         expect=409)
+    if at_least(v, '1.5'):
+        call('delete_resource_provider_inventories', ROOT)
+        assert call('resource_provider_inventories', ROOT) == []
 
     call('delete_trait', trait)
     call('delete_trait', trait, ignore_missing=False, expect=404)
@@ -315,7 +364,7 @@ def sdk_session(clients, v):
     return transcript
 
 
-@pytest.mark.parametrize('version', ('1.14', '1.28', '1.39'))
+@pytest.mark.parametrize('version', SDK_VERSIONS)
 def test_sdk_session_matches_upstream(ours, theirs, upstream_placement, version):
     upstream = sdk_session(theirs, version)
     mine = sdk_session(ours, version)

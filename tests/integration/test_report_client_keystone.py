@@ -7,7 +7,9 @@ our server running with ``auth_strategy = keystone``.
 """
 import pytest
 
-from tests.functional.report_client_fixtures import ROOT, VM1, host
+from tests.functional.report_client_fixtures import ROOT
+from tests.functional.report_client_fixtures import VM1
+from tests.functional.report_client_fixtures import host
 from tests.integration import keystone as keystone_mod
 from tests.integration.test_keystone import deployment  # noqa: F401 (fixture)
 from tracker import conf as tracker_conf

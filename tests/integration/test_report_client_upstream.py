@@ -6,7 +6,8 @@ process (tests/upstream.py), reached over HTTP through keystoneauth1.
 """
 import pytest
 
-from tests.functional.report_client_fixtures import Placement, http_adapter
+from tests.functional.report_client_fixtures import Placement
+from tests.functional.report_client_fixtures import http_adapter
 from tests.functional.test_report_client import *  # noqa: F401,F403 (the tests)
 from tests.functional.test_report_client_allocations import *  # noqa: F401,F403
 
@@ -38,6 +39,7 @@ def test_placement_is_found_in_the_service_catalog(upstream_placement):
     from keystoneauth1 import fixture as ks_fixture
     from keystoneauth1 import session as ks_session
     from keystoneauth1.identity import access as access_plugin
+
     from tracker.report_client import ReportClient
     token = ks_fixture.V3Token()
     token.add_service('compute').add_standard_endpoints(public='http://nova.invalid')

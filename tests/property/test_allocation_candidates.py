@@ -15,6 +15,7 @@ import pytest
 import webob.multidict
 
 from placement_server.db import candidates_request
+from tests import databases
 from tests.functional import client as client_mod
 from tests.property import reference
 from tests.property import world as world_mod
@@ -135,7 +136,8 @@ def queries(draw, uuids):
     suffixes = []
     if version >= (1, 25):
         for n in range(draw(st.sampled_from([0, 1, 1, 2, 2]))):
-            suffix = str(n + 1) if version < (1, 33) else draw(st.sampled_from(['%d' % (n + 1), '_G%d' % n]))
+            suffix = (str(n + 1) if version < (1, 33)
+                      else draw(st.sampled_from(['%d' % (n + 1), '_G%d' % n])))
             suffixes.append(suffix)
             if draw(st.booleans()):
                 # the same class as the unsuffixed group: amounts may add up
@@ -191,7 +193,8 @@ def check(api, world, text, params):
     expected = reference.candidates(world, request)
     got = body['allocation_requests']
     if version >= (1, 34):
-        got_keys = [(_amounts(i, version), frozenset((s, frozenset(u)) for s, u in i['mappings'].items()))
+        got_keys = [(_amounts(i, version),
+                     frozenset((s, frozenset(u)) for s, u in i['mappings'].items()))
                     for i in got]
         assert len(set(got_keys)) == len(got_keys), 'duplicate candidates'
         assert set(got_keys) <= expected, set(got_keys) - expected
@@ -232,7 +235,7 @@ def _check_summaries(world, body, request, version):
             assert summary['parent_provider_uuid'] == (prov.parent.uuid if prov.parent else None)
 
 
-@pytest.mark.parametrize('backend', ['sqlite', 'postgresql', 'mysql'])
+@pytest.mark.parametrize('backend', databases.BACKENDS)
 def test_candidates_match_reference(backend, _databases):
     test_db = _databases(backend)
     api = client_mod.Client(client_mod.make_app(test_db.db))

@@ -14,9 +14,11 @@ PROG = 'tracker-audit'
 def add_audit_args(parser):
     parser.add_argument('--json', action='store_true',
                         help='print the report as JSON')
-    parser.add_argument('--fix', action='store_true',
+    # --fix --dry-run together would silently be a dry run: refused.
+    repair = parser.add_mutually_exclusive_group()
+    repair.add_argument('--fix', action='store_true',
                         help='repair the drift, then check again')
-    parser.add_argument('--dry-run', action='store_true',
+    repair.add_argument('--dry-run', action='store_true',
                         help='print the writes a repair would make, make none')
 
 

@@ -1,6 +1,8 @@
 """What every tracker command shares: options, logging, one-line errors."""
 import argparse
 import logging as std_logging
+import os
+import signal
 import sys
 import warnings
 
@@ -67,7 +69,16 @@ def load_conf(args, prog, daemon=False):
 def run(main, prog, argv=None):
     """Call ``main(argv)``; any failure is one line on stderr and exit 1."""
     try:
-        return main(argv)
+        status = main(argv)
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        # The reader went away (``| head -1``): what it wanted is printed.
+        # Point stdout at /dev/null so the interpreter's own final flush
+        # does not fail again, and end as a tool killed by SIGPIPE would.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
     except KeyboardInterrupt:
         return 130
     except cfg.Error as exc:

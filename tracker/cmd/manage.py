@@ -70,18 +70,20 @@ def aggregates(conf, args):
         described = _aggregates_file(conf, args, required=True)
         report = aggregates_mod.sync(_report_client(conf), described)
         print(report.as_text())
-        return 1 if report.failed else 0
+        return report.exit_code
+    from tracker.placement import errors
     described = _aggregates_file(conf, args, required=False)
     uuid = aggregates_mod.find(described, args.aggregate)
     client = _report_client(conf)
-    if args.action == 'add-host':
-        ok = client.aggregate_add_host(uuid, args.host)
-    else:
-        ok = client.aggregate_remove_host(uuid, args.host)
-    if ok is False:
-        return common.fail(PROG, '%s %s %s failed (placement); run it again'
-                           % (args.action, args.aggregate, args.host))
-    print('%s: %s %s' % (args.action, args.aggregate, args.host))
+    try:
+        outcome = client.aggregate_membership(uuid, args.host,
+                                              args.action == 'add-host')
+    except errors.PlacementError as exc:
+        return common.fail(PROG, '%s %s %s failed: %s' % (
+            args.action, args.aggregate, args.host, exc))
+    print({'added': 'added %s to %s', 'removed': 'removed %s from %s',
+           'unchanged': '%s already as asked in %s'}[outcome]
+          % (args.host, args.aggregate))
     return 0
 
 

@@ -25,11 +25,13 @@ DRIVERS = {'host': _host, 'libvirt': _libvirt, 'fake': _fake}
 
 
 def load_driver(conf, name=None):
-    """The driver named by ``name`` or [tracker] driver, configured by
-    ``conf`` (driver options are registered on it if they are not yet)."""
+    """The driver named by ``name``, [tracker] driver or nova's
+    compute_driver, configured by ``conf`` (driver options are registered
+    on it if they are not yet)."""
+    from tracker import nova_opts
     from tracker.drivers import options
     options.register(conf)
-    name = name or conf.tracker.driver
+    name = name or nova_opts.driver_name(conf)
     try:
         factory = DRIVERS[name]
     except KeyError:

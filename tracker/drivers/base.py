@@ -54,5 +54,11 @@ class Driver(abc.ABC):
     def discover(self):
         """Return a ``HostSnapshot`` of the host as it is now."""
 
+    def configured_host(self):
+        """The host name the driver is configured to report under, when it
+        has one of its own (the fake driver's file); None: the agent's
+        ([compute] host, else the machine's name)."""
+        return None
+
     def close(self):
         """Release connections; the default holds none."""

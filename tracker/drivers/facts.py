@@ -6,6 +6,7 @@ these plain values; ``layout`` turns them into the provider tree and the
 instances' allocations the same way for every driver.
 """
 import dataclasses
+from typing import Any
 
 from tracker.drivers.errors import DiscoveryError
 
@@ -16,7 +17,7 @@ MiB = 1024 ** 2
 @dataclasses.dataclass
 class NumaNode:
     id: int
-    cpus: list            # online CPU ids
+    cpus: list[int]       # online CPU ids
     memory_mb: int
     huge_pages_mb: int = 0
 
@@ -29,12 +30,12 @@ class PciDevice:
     class_id: str = ''    # 6 hex digits (0x020000 -> '020000')
     numa_node: int | None = None
     physfn: str | None = None                           # set on a VF
-    virtfns: list = dataclasses.field(default_factory=list)  # set on a PF
+    virtfns: list[str] = dataclasses.field(default_factory=list)  # set on a PF
     # mediated device types offered: {type id: available instances}
-    mdev_types: dict = dataclasses.field(default_factory=dict)
+    mdev_types: dict[str, int] = dataclasses.field(default_factory=dict)
 
     @property
-    def is_vf(self):
+    def is_vf(self) -> bool:
         return self.physfn is not None
 
 
@@ -48,16 +49,16 @@ class Mdev:
 @dataclasses.dataclass
 class HostFacts:
     hostname: str
-    cpus: list                 # online CPU ids
+    cpus: list[int]            # online CPU ids
     memory_mb: int
     disk_gb: int | None        # None: instance storage unknown
-    cpu_flags: set = dataclasses.field(default_factory=set)
+    cpu_flags: set[str] = dataclasses.field(default_factory=set)
     arch: str = 'x86_64'
     huge_pages_mb: int = 0
-    numa_nodes: list = dataclasses.field(default_factory=list)
-    pci_devices: list = dataclasses.field(default_factory=list)
-    mdevs: list = dataclasses.field(default_factory=list)
-    traits: set = dataclasses.field(default_factory=set)
+    numa_nodes: list[NumaNode] = dataclasses.field(default_factory=list)
+    pci_devices: list[PciDevice] = dataclasses.field(default_factory=list)
+    mdevs: list[Mdev] = dataclasses.field(default_factory=list)
+    traits: set[str] = dataclasses.field(default_factory=set)
 
 
 @dataclasses.dataclass
@@ -70,18 +71,21 @@ class InstanceFacts:
     vcpus: int = 0
     memory_mb: int = 0
     disk_gb: int = 0           # local disks: root + ephemeral + swap
-    pci_addresses: list = dataclasses.field(default_factory=list)
-    mdev_uuids: list = dataclasses.field(default_factory=list)
+    pci_addresses: list[str] = dataclasses.field(default_factory=list)
+    mdev_uuids: list[str] = dataclasses.field(default_factory=list)
     numa_node: int | None = None
+    # host CPUs each vCPU may run on (empty: not pinned), in vCPU order
+    vcpu_pins: list[list[int]] = dataclasses.field(default_factory=list)
+    cpu_policy: str | None = None   # nova's hw:cpu_policy, when known
 
 
-def ceil_div(value, unit):
+def ceil_div(value: int | float | str, unit: int) -> int:
     return -(-int(value) // unit)
 
 
-def parse_cpu_list(text):
+def parse_cpu_list(text: str) -> list[int]:
     """'0-3,8,10-11' -> [0, 1, 2, 3, 8, 10, 11]."""
-    cpus = []
+    cpus: list[int] = []
     for part in text.strip().split(','):
         if not part:
             continue
@@ -93,15 +97,16 @@ def parse_cpu_list(text):
     return cpus
 
 
-def pci_address(domain, bus, slot, function):
+def pci_address(domain: int, bus: int, slot: int, function: int) -> str:
     """Canonical PCI address from its integer parts."""
     return '%04x:%02x:%02x.%x' % (domain, bus, slot, function)
 
 
-def instance_from_dict(data):
+def instance_from_dict(data: Any) -> InstanceFacts:
     """An InstanceFacts from a YAML/JSON description (the host driver's
     instances file): uuid, name, project_id, user_id, vcpus, memory_mb,
-    root_gb, ephemeral_gb, swap_mb, pci_devices, mdevs, numa_node."""
+    root_gb, ephemeral_gb, swap_mb, pci_devices, mdevs, numa_node,
+    cpu_policy (nova's hw:cpu_policy: dedicated guests take PCPU)."""
     if not isinstance(data, dict) or 'uuid' not in data:
         raise DiscoveryError('an instance needs at least a uuid: %r' % (data,))
     try:
@@ -114,6 +119,7 @@ def instance_from_dict(data):
             memory_mb=int(data.get('memory_mb', 0)), disk_gb=disk_gb,
             pci_addresses=[str(a).lower() for a in data.get('pci_devices', [])],
             mdev_uuids=[str(u).lower() for u in data.get('mdevs', [])],
-            numa_node=data.get('numa_node'))
+            numa_node=data.get('numa_node'),
+            cpu_policy=data.get('cpu_policy'))
     except (TypeError, ValueError) as exc:
         raise DiscoveryError('instance %s: %s' % (data.get('uuid'), exc)) from None

@@ -3,7 +3,8 @@
 For demos and the agent's tests. The file is read again on every
 ``discover()``, so editing it between cycles changes the host::
 
-    hostname: fake-1               # default: [compute] host, else root name
+    hostname: fake-1               # default: [DEFAULT] host if set, else
+                                   # the root's name
     providers:                     # the first is the root compute node
       - name: fake-1
         inventories:
@@ -25,13 +26,18 @@ For demos and the agent's tests. The file is read again on every
 The root's uuid is stable_uuid('compute-node', hostname) and a child's
 stable_uuid(hostname, 'fake', name), like the other drivers' trees.
 """
+import os
 import uuid as uuidlib
+
+from oslo_config import cfg
 
 from tracker.drivers import base
 from tracker.drivers import yaml_file
 from tracker.drivers.errors import DiscoveryError
 from tracker.drivers.layout import root_uuid
-from tracker.providers.provider import Provider, inventory, stable_uuid
+from tracker.providers.provider import Provider
+from tracker.providers.provider import inventory
+from tracker.providers.provider import stable_uuid
 
 _INVENTORY_KEYS = {'total', 'reserved', 'min_unit', 'max_unit', 'step_size',
                    'allocation_ratio'}
@@ -45,6 +51,20 @@ class FakeDriver(base.Driver):
         if not conf.fake.host_file:
             raise DiscoveryError('the fake driver needs [fake] host_file')
         self.path = conf.fake.host_file
+
+    def configured_host(self):
+        """The file's ``hostname``, else [DEFAULT] host: the host this
+        driver reports, so the agent is named after it too."""
+        if not os.path.isfile(self.path):   # a pipe would be consumed here
+            return _configured_host(self.conf) or None
+        try:
+            return self._hostname(yaml_file.load(self.path))
+        except (DiscoveryError, AttributeError, IndexError, KeyError, TypeError):
+            return _configured_host(self.conf) or None   # discover() says what is wrong
+
+    def _hostname(self, data):
+        return str(data.get('hostname') or _configured_host(self.conf)
+                   or _name(data['providers'][0]))
 
     def discover(self):
         data = yaml_file.load(self.path)
@@ -63,8 +83,7 @@ class FakeDriver(base.Driver):
         entries = data['providers']
         if not isinstance(entries, list):
             raise DiscoveryError('"providers" must be a list')
-        hostname = str(data.get('hostname') or self.conf.compute.host
-                       or _name(entries[0]))
+        hostname = self._hostname(data)
         providers, by_name = [], {}
         for index, entry in enumerate(entries):
             provider = _provider(entry, hostname, index, by_name, providers)
@@ -78,6 +97,13 @@ class FakeDriver(base.Driver):
                      for entry in data.get('instances') or []]
         return base.HostSnapshot(hostname=hostname, providers=providers,
                                  instances=instances)
+
+
+def _configured_host(conf):
+    """[DEFAULT] host when a file or override sets it (its default, the
+    machine's name, says nothing of a described host)."""
+    location = conf.get_location('host').location
+    return None if location is cfg.Locations.opt_default else conf.host
 
 
 def _name(entry):

@@ -2,35 +2,44 @@
 
 One place decides, for every driver, what the tree looks like:
 
-- the root compute node: name = host, uuid = stable_uuid('compute-node',
-  host), trait COMPUTE_NODE plus HW_CPU_* from the CPU flags; VCPU,
-  MEMORY_MB and DISK_GB (none of DISK_GB when instance disks live on shared
-  storage: the root then joins the storage aggregate instead);
-- with [compute] numa_providers, one child per NUMA node '<host>_NUMA<n>'
-  (trait HW_NUMA_ROOT) holding that node's VCPU and MEMORY_MB instead of
-  the root; host reservations are taken from node 0 first;
-- one child '<host>_<address>' (uuid stable_uuid(host, 'pci', address)) per
-  device chosen by [pci] device_spec: a plain device or PF offers one
-  PCI_DEVICE (or the spec's class); chosen VFs are counted on their PF's
-  provider as SRIOV_NET_VF (network class) or PCI_DEVICE; a PF whose VFs
-  are chosen is not offered whole;
-- one child per GPU offering an [devices] enabled_mdev_types type: VGPU =
-  available instances + mdevs of that type already there, and the trait
-  CUSTOM_MDEV_<TYPE>.
+- the root compute node: name = [DEFAULT] host, uuid =
+  stable_uuid('compute-node', host), trait COMPUTE_NODE plus HW_CPU_* from
+  the CPU flags; VCPU from the shared CPUs and PCPU from [compute]
+  cpu_dedicated_set (reserved 0, ratio 1.0), MEMORY_MB and DISK_GB (none
+  of DISK_GB when instance disks live on shared storage: the root then
+  joins the storage aggregate instead). Allocation ratios follow nova (see
+  nova_opts.allocation_ratio);
+- with [tracker] numa_providers, one child per NUMA node '<host>_NUMA<n>'
+  (trait HW_NUMA_ROOT) holding that node's VCPU, PCPU and MEMORY_MB instead
+  of the root; host reservations are taken from node 0 first;
+- with [pci] report_in_placement, one child '<host>_<address>' (uuid
+  stable_uuid(host, 'pci', address)) per device chosen by [pci]
+  device_spec: a plain device or PF offers one PCI_DEVICE (or the spec's
+  class); chosen VFs are counted on their PF's provider as SRIOV_NET_VF
+  (network class) or PCI_DEVICE; a PF whose VFs are chosen is not offered
+  whole;
+- one child per GPU offering its [devices] enabled_mdev_types type: the
+  type's [mdev_<type>] mdev_class (VGPU by default) = available instances +
+  mdevs of that type already there, and the trait CUSTOM_MDEV_<TYPE>.
 
-Instances consume VCPU and MEMORY_MB from the root (or from their NUMA
-node's provider: the node they are bound to, else the first with room),
-DISK_GB from the root or the sharing provider, one unit per passthrough
-device from that device's provider and one VGPU per mdev from its GPU's.
-Devices the tree does not report are not claimed.
+Instances consume VCPU (PCPU for the vCPUs pinned to dedicated CPUs) and
+MEMORY_MB from the root (or from their NUMA node's provider: the node they
+are bound to, else the first with room), DISK_GB from the root or the
+sharing provider, one unit per passthrough device from that device's
+provider and one mdev class unit per mdev from its GPU's. Devices the tree
+does not report are not claimed.
 """
 import logging
 
+from tracker import nova_opts
 from tracker.drivers import base
 from tracker.drivers import cpu_traits
 from tracker.drivers import facts as facts_mod
 from tracker.drivers import pci_spec
-from tracker.providers.provider import Provider, inventory, stable_uuid
+from tracker.providers.provider import Provider
+from tracker.providers.provider import capacity
+from tracker.providers.provider import inventory
+from tracker.providers.provider import stable_uuid
 
 LOG = logging.getLogger(__name__)
 
@@ -71,9 +80,7 @@ def _fit_largest(record):
     the tracker must be able to report it (max_unit = total would refuse
     its allocation forever)."""
     if record:
-        capacity = int((record['total'] - record['reserved'])
-                       * record['allocation_ratio'])
-        record['max_unit'] = max(record['total'], capacity)
+        record['max_unit'] = max(record['total'], capacity(record))
 
 
 class Layout:
@@ -90,10 +97,10 @@ class Layout:
         self._device_children = {}  # owner PCI address -> Provider
         self._used = {}           # NUMA provider uuid -> {rc: used}
         self._mdev_parents = {m.uuid: m.parent for m in facts.mdevs}
-        compute = conf.compute
-        self.sharing_uuid = compute.shared_storage_provider_uuid
+        self.cpus = nova_opts.CpuSets(conf, facts.cpus)
+        self.sharing_uuid = conf.tracker.shared_storage_provider_uuid
         self._build_root()
-        if compute.numa_providers and facts.numa_nodes:
+        if conf.tracker.numa_providers and facts.numa_nodes:
             self._build_numa()
         self._build_devices()
 
@@ -106,39 +113,52 @@ class Layout:
 
     # -- the tree ----------------------------------------------------------
 
+    def _add_ratioed(self, provider, rc, total, reserved, fit=False):
+        """An inventory whose allocation ratio follows nova's rule."""
+        ratio, placement_wins = nova_opts.allocation_ratio(self.conf, rc)
+        _add(provider, rc, total, reserved, ratio)
+        if fit:
+            _fit_largest(provider.inventories.get(rc))
+        if placement_wins and rc in provider.inventories:
+            provider.placement_ratios[rc] = fit
+
+    def _add_cpus(self, provider, cpus, reserved):
+        """VCPU from the shared CPUs among ``cpus``, PCPU from the
+        dedicated ones (never overcommitted, never reserved)."""
+        self._add_ratioed(provider, 'VCPU', len(self.cpus.shared & set(cpus)),
+                          reserved)
+        _add(provider, 'PCPU', len(self.cpus.dedicated & set(cpus)))
+
     def _build_root(self):
-        facts, compute = self.facts, self.conf.compute
+        facts, conf = self.facts, self.conf
         root = self.root
         root.traits = ({'COMPUTE_NODE'} | set(facts.traits)
                        | cpu_traits.traits_for_flags(facts.cpu_flags, facts.arch))
-        numa = compute.numa_providers and facts.numa_nodes
+        numa = conf.tracker.numa_providers and facts.numa_nodes
         if not numa:
-            _add(root, 'VCPU', len(facts.cpus), compute.reserved_host_cpus,
-                 compute.cpu_allocation_ratio)
-            _add(root, 'MEMORY_MB', facts.memory_mb, self._reserved_memory(),
-                 compute.ram_allocation_ratio)
-            _fit_largest(root.inventories.get('MEMORY_MB'))
+            self._add_cpus(root, facts.cpus, conf.reserved_host_cpus)
+            self._add_ratioed(root, 'MEMORY_MB', facts.memory_mb,
+                              self._reserved_memory(), fit=True)
         if self.sharing_uuid:
-            root.aggregates = {compute.shared_storage_aggregate_uuid
+            root.aggregates = {conf.tracker.shared_storage_aggregate_uuid
                                or self.sharing_uuid}
         elif facts.disk_gb:
-            _add(root, 'DISK_GB', facts.disk_gb,
-                 facts_mod.ceil_div(compute.reserved_host_disk_mb, 1024),
-                 compute.disk_allocation_ratio)
+            self._add_ratioed(
+                root, 'DISK_GB', facts.disk_gb,
+                facts_mod.ceil_div(conf.reserved_host_disk_mb, 1024))
 
     def _reserved_memory(self):
-        reserved = self.conf.compute.reserved_host_memory_mb
+        reserved = self.conf.reserved_host_memory_mb
         if self._reserve_huge_pages():
             reserved += self.facts.huge_pages_mb
         return reserved
 
     def _reserve_huge_pages(self):
-        return self.conf.host.reserve_huge_pages
+        return self.conf.tracker.reserve_huge_pages
 
     def _build_numa(self):
-        compute = self.conf.compute
-        cpus = _Pool(compute.reserved_host_cpus)
-        memory = _Pool(compute.reserved_host_memory_mb)
+        cpus = _Pool(self.conf.reserved_host_cpus)
+        memory = _Pool(self.conf.reserved_host_memory_mb)
         for node in sorted(self.facts.numa_nodes, key=lambda n: n.id):
             child = Provider(uuid=numa_uuid(self.host, node.id),
                              name='%s_NUMA%d' % (self.host, node.id),
@@ -147,10 +167,10 @@ class Layout:
             mem_reserved = memory.take(node.memory_mb)
             if self._reserve_huge_pages():
                 mem_reserved += node.huge_pages_mb
-            _add(child, 'VCPU', len(node.cpus), cpus.take(len(node.cpus)),
-                 compute.cpu_allocation_ratio)
-            _add(child, 'MEMORY_MB', node.memory_mb, mem_reserved,
-                 compute.ram_allocation_ratio)
+            shared = len(self.cpus.shared & set(node.cpus))
+            self._add_cpus(child, node.cpus, cpus.take(shared))
+            self._add_ratioed(child, 'MEMORY_MB', node.memory_mb,
+                              mem_reserved)
             self.numa[node.id] = child
 
     def _device_provider(self, address):
@@ -163,15 +183,16 @@ class Layout:
 
     def _build_devices(self):
         specs = pci_spec.DeviceSpecList(self.conf.pci.device_spec)
-        enabled = list(self.conf.devices.enabled_mdev_types)
+        reported = self.conf.pci.report_in_placement
+        by_address, every_device = nova_opts.mdev_types(self.conf)
         chosen = {}               # address -> (device, spec)
         for device in sorted(self.facts.pci_devices, key=lambda d: d.address):
-            mdev_type = next((t for t in enabled if t in device.mdev_types),
-                             None)
-            if mdev_type:
-                self._add_gpu(device, mdev_type)
+            mdev_type, rc = by_address.get(device.address,
+                                           every_device or (None, None))
+            if mdev_type in device.mdev_types:
+                self._add_gpu(device, mdev_type, rc)
                 continue
-            spec = specs.match(device)
+            spec = specs.match(device) if reported else None
             if spec:
                 chosen[device.address] = (device, spec)
         vf_parents = {d.physfn for d, _ in chosen.values() if d.is_vf}
@@ -193,13 +214,13 @@ class Layout:
                 child.traits.add('HW_NIC_SRIOV')
             self.devices[address] = (child.uuid, rc)
 
-    def _add_gpu(self, device, mdev_type):
+    def _add_gpu(self, device, mdev_type, rc):
         existing = sum(1 for m in self.facts.mdevs
                        if m.parent == device.address and m.type == mdev_type)
         child = self._device_provider(device.address)
-        _add(child, 'VGPU', device.mdev_types[mdev_type] + existing)
+        _add(child, rc, device.mdev_types[mdev_type] + existing)
         child.traits.add(pci_spec.custom_name('MDEV_' + mdev_type))
-        self.gpus[device.address] = child.uuid
+        self.gpus[device.address] = (child.uuid, rc)
 
     # -- claims ------------------------------------------------------------
 
@@ -212,9 +233,11 @@ class Layout:
                 rcs = claims.setdefault(provider_uuid, {})
                 rcs[rc] = rcs.get(rc, 0) + amount
 
-        compute_uuid = self._compute_provider(inst)
-        claim(compute_uuid, 'VCPU', inst.vcpus)
-        claim(compute_uuid, 'MEMORY_MB', inst.memory_mb)
+        demands = self._cpu_demands(inst)
+        demands['MEMORY_MB'] = inst.memory_mb
+        compute_uuid = self._compute_provider(demands, inst.numa_node)
+        for rc, amount in demands.items():
+            claim(compute_uuid, rc, amount)
         claim(self.sharing_uuid or self.root.uuid, 'DISK_GB', inst.disk_gb)
         for address in inst.pci_addresses:
             if address in self.devices:
@@ -225,25 +248,40 @@ class Layout:
         for mdev in inst.mdev_uuids:
             gpu = self.gpus.get(self._mdev_parents.get(mdev))
             if gpu:
-                claim(gpu, 'VGPU', 1)
+                claim(*gpu, 1)
         if self.numa:
             used = self._used.setdefault(compute_uuid, {})
-            used['VCPU'] = used.get('VCPU', 0) + inst.vcpus
-            used['MEMORY_MB'] = used.get('MEMORY_MB', 0) + inst.memory_mb
+            for rc, amount in demands.items():
+                used[rc] = used.get(rc, 0) + amount
         return base.Instance(uuid=inst.uuid, name=inst.name,
                              project_id=inst.project_id, user_id=inst.user_id,
                              allocations=claims)
 
-    def _compute_provider(self, inst):
+    def _cpu_demands(self, inst):
+        """{VCPU: n, PCPU: m}: a vCPU pinned to a dedicated CPU (or every
+        vCPU of a guest whose nova flavor says hw:cpu_policy=dedicated) is
+        a PCPU once [compute] cpu_dedicated_set is set; the rest are VCPU."""
+        dedicated = self.cpus.dedicated
+        if not dedicated:
+            return {'VCPU': inst.vcpus}
+        if inst.cpu_policy == 'dedicated':
+            pinned = inst.vcpus
+        else:
+            pinned = sum(1 for pins in inst.vcpu_pins
+                         if pins and set(pins) <= dedicated)
+        pinned = min(pinned, inst.vcpus)
+        return {'VCPU': inst.vcpus - pinned, 'PCPU': pinned}
+
+    def _compute_provider(self, demands, numa_node):
         if not self.numa:
             return self.root.uuid
-        if inst.numa_node in self.numa:
-            return self.numa[inst.numa_node].uuid
+        if numa_node in self.numa:
+            return self.numa[numa_node].uuid
         for node_id in sorted(self.numa):
             child = self.numa[node_id]
             used = self._used.setdefault(child.uuid, {})
-            if all(self._room(child, rc, used) >= amount for rc, amount in
-                   (('VCPU', inst.vcpus), ('MEMORY_MB', inst.memory_mb))):
+            if all(self._room(child, rc, used) >= amount
+                   for rc, amount in demands.items() if amount):
                 return child.uuid
         return self.numa[min(self.numa)].uuid
 
@@ -252,9 +290,7 @@ class Layout:
         record = provider.inventories.get(rc)
         if not record:
             return 0
-        capacity = (record['total'] - record['reserved']) \
-            * record['allocation_ratio']
-        return capacity - used.get(rc, 0)
+        return capacity(record) - used.get(rc, 0)
 
     def snapshot(self, instances):
         return base.HostSnapshot(

@@ -1,67 +1,60 @@
-"""Options of the discovery drivers. Owner: drivers.
+"""Options only the agent's discovery drivers have. Owner: drivers.
 
-Groups: [compute] (what every driver reports the same way: reservations,
-allocation ratios, instance storage), [host] (the sysfs/psutil driver),
-[libvirt], [fake], [pci] (which devices are reported) and [devices]
-(mediated device types).
+Groups: [tracker] (shared storage, NUMA providers, the libvirt images
+pool, where the host driver reads) and [fake]. What the drivers share
+with nova-compute (host, reservations, allocation ratios, CPU sets,
+instance storage, [libvirt], [pci], [devices]) is in ``tracker.nova_opts``
+under nova's names.
 """
 from oslo_config import cfg
 
-compute_opts = [
-    cfg.StrOpt('host',
-               help='Name of this compute node (its root provider). '
-                    'Default: what the driver sees (the machine hostname, '
-                    'or libvirt getHostname()).'),
-    cfg.IntOpt('reserved_host_cpus', default=0, min=0,
-               help='VCPUs kept for the host, reported as reserved.'),
-    cfg.IntOpt('reserved_host_memory_mb', default=512, min=0,
-               help='MEMORY_MB kept for the host, reported as reserved.'),
-    cfg.IntOpt('reserved_host_disk_mb', default=0, min=0,
-               help='Disk kept for the host, reported as reserved DISK_GB '
-                    '(rounded up to whole GiB).'),
-    cfg.FloatOpt('cpu_allocation_ratio', default=4.0, min=0.0,
-                 help='VCPU allocation ratio.'),
-    cfg.FloatOpt('ram_allocation_ratio', default=1.0, min=0.0,
-                 help='MEMORY_MB allocation ratio.'),
-    cfg.FloatOpt('disk_allocation_ratio', default=1.0, min=0.0,
-                 help='DISK_GB allocation ratio.'),
-    cfg.StrOpt('instances_path', default='/var/lib/nova/instances',
-               help='Where instance disks live; DISK_GB is the size of the '
-                    'filesystem holding it.'),
+from tracker import nova_opts
+from tracker.nova_opts import formerly
+
+# Agent-only options of the drivers, in [tracker]. They once lived in
+# nova's groups; those places are still read, with a warning.
+tracker_opts = [
     cfg.StrOpt('shared_storage_provider_uuid',
+               deprecated_opts=formerly('compute', 'shared_storage_provider_uuid'),
                help='Instance disks live on shared storage represented by '
                     'this sharing provider (created by the operator with '
                     'DISK_GB and MISC_SHARES_VIA_AGGREGATE). The compute '
                     'node then reports no DISK_GB, joins the storage '
                     'aggregate, and instances take DISK_GB from it.'),
     cfg.StrOpt('shared_storage_aggregate_uuid',
+               deprecated_opts=formerly('compute', 'shared_storage_aggregate_uuid'),
                help='Aggregate shared with the sharing provider. Default: '
                     'the sharing provider uuid itself.'),
     cfg.BoolOpt('numa_providers', default=False,
+                deprecated_opts=formerly('compute', 'numa_providers'),
                 help='Report each NUMA node as a child provider holding its '
-                     'own VCPU and MEMORY_MB (the root then holds none).'),
+                     'own VCPU, PCPU and MEMORY_MB (the root then holds '
+                     'none).'),
+    cfg.StrOpt('images_pool',
+               deprecated_opts=formerly('libvirt', 'images_pool'),
+               help='libvirt storage pool holding instance disks (libvirt '
+                    'driver). Default: none; DISK_GB then comes from '
+                    '[DEFAULT] instances_path.'),
 ]
 
+# The host driver's sources (a [host] group would hide nova's [DEFAULT]
+# host: oslo.config resolves conf.host to the group).
 host_opts = [
     cfg.StrOpt('sysfs_root', default='/sys',
+               deprecated_opts=formerly('host', 'sysfs_root'),
                help='Root of the sysfs tree the host driver reads.'),
     cfg.StrOpt('proc_root', default='/proc',
+               deprecated_opts=formerly('host', 'proc_root'),
                help='Root of the procfs tree (cpuinfo, meminfo).'),
     cfg.BoolOpt('reserve_huge_pages', default=False,
+                deprecated_opts=formerly('host', 'reserve_huge_pages'),
                 help='Count memory held in huge pages as reserved MEMORY_MB '
                      '(for hosts whose huge pages serve the host, e.g. '
                      'DPDK, and not guests).'),
     cfg.StrOpt('instances_file',
+               deprecated_opts=formerly('host', 'instances_file'),
                help='Optional YAML file listing the instances running on '
                     'this host (the host driver sees no hypervisor).'),
-]
-
-libvirt_opts = [
-    cfg.StrOpt('connection_uri', default='qemu:///system',
-               help='libvirt connection URI.'),
-    cfg.StrOpt('images_pool',
-               help='Storage pool holding instance disks. Default: none; '
-                    'DISK_GB then comes from [compute] instances_path.'),
 ]
 
 fake_opts = [
@@ -70,29 +63,9 @@ fake_opts = [
                     'instances); re-read on every discovery.'),
 ]
 
-pci_opts = [
-    cfg.MultiStrOpt('device_spec', default=[],
-                    help='A JSON object (or list of objects) selecting PCI '
-                         'devices to report, like nova\'s [pci] '
-                         'device_spec: vendor_id, product_id, address (glob '
-                         'or {domain,bus,slot,function}), and optionally '
-                         'resource_class, traits and physical_network '
-                         '(adds the trait CUSTOM_PHYSNET_<NAME>).'),
-]
-
-devices_opts = [
-    cfg.ListOpt('enabled_mdev_types', default=[],
-                help='Mediated device types to offer as VGPU, in order of '
-                     'preference: each GPU offers the first one it supports.'),
-]
-
 GROUPS = [
-    ('compute', compute_opts),
-    ('host', host_opts),
-    ('libvirt', libvirt_opts),
+    ('tracker', tracker_opts + host_opts),
     ('fake', fake_opts),
-    ('pci', pci_opts),
-    ('devices', devices_opts),
 ]
 
 
@@ -101,7 +74,9 @@ def list_opts():
 
 
 def register(conf):
-    """Register the driver options on ``conf`` (idempotent)."""
+    """Register every option a driver reads on ``conf``, nova's included
+    (idempotent)."""
+    nova_opts.register(conf)
     for group, opts in GROUPS:
         conf.register_opts(opts, group=group)
     return conf

@@ -7,8 +7,13 @@ mediated devices created or removed, whole disks added or removed (not
 partitions, loop, ram or zram devices). The callback runs on the monitor's
 thread and should only signal the agent (a burst of events, e.g. 64 VFs,
 calls it once per event; the agent's next cycle sees them all).
+
+Events come from udevd when it runs (after its rules, the normal case), and
+else straight from the kernel (containers, hosts without udevd): a udev
+monitor there would bind, and never hear a thing.
 """
 import logging
+import os
 
 import pyudev
 
@@ -21,6 +26,15 @@ _ACTIONS = {
     'block': {'add', 'remove'},
 }
 _VIRTUAL_DISKS = ('loop', 'ram', 'zram', 'nbd')
+
+
+# udevd's control socket: present while udevd runs (libudev checks the same).
+UDEVD_CONTROL = '/run/udev/control'
+
+
+def event_source(control=UDEVD_CONTROL):
+    """'udev' when udevd runs, else 'kernel' (raw kernel uevents)."""
+    return 'udev' if os.path.exists(control) else 'kernel'
 
 
 def changes_tree(action, device):
@@ -39,12 +53,13 @@ class HardwareMonitor:
     """Calls ``callback(action, device)`` for hardware changes.
 
     ``source`` is 'udev' (events after udevd's rules ran: the normal case)
-    or 'kernel' (raw kernel uevents, for hosts without udevd).
+    or 'kernel' (raw kernel uevents, for hosts without udevd); by default
+    the one this host has (``event_source``).
     """
 
-    def __init__(self, callback, source='udev', context=None):
+    def __init__(self, callback, source=None, context=None):
         self.callback = callback
-        self.source = source
+        self.source = source or event_source()
         self.context = context or pyudev.Context()
         self.observer = None
 
@@ -59,6 +74,11 @@ class HardwareMonitor:
                                                name='tracker-udev-monitor')
         self.observer.daemon = True
         self.observer.start()
+        if self.source == 'udev':
+            LOG.info('hardware events: listening to udevd')
+        else:
+            LOG.info('hardware events: listening to kernel uevents (udevd is not '
+                     'running: %s is missing)', UDEVD_CONTROL)
 
     def stop(self):
         if self.observer is not None:

@@ -5,9 +5,9 @@ A consumer's record is what GET /allocations/{consumer} says::
     {'allocations': {rp_uuid: {'resources': {rc: n}}},
      'project_id': ..., 'user_id': ..., 'consumer_generation': n}
 
-Allocations against providers outside the host's tree (a sharing disk
-provider, the other host of a migration) belong to someone else: the
-tracker rewrites only the part against its own tree and keeps the rest.
+The tracker rewrites only the host's part of a consumer (its tree and the
+sharing providers it uses, see consumers.py) and keeps the rest, e.g. the
+other host's part during a migration.
 """
 from tracker.placement import errors
 from tracker.placement import resources

@@ -2,8 +2,11 @@
 
 Each instance's allocations are compared with the consumer's record as the
 client last knew it; only a difference is written, with the consumer
-generation. Consumers that hold resources in the tree but run no instance
-here are orphans: when the caller is authoritative their part in the tree
+generation. The host's part of a consumer is what it holds on the host's
+tree and on the sharing providers the host uses (ReportClient.
+managed_providers); a part elsewhere (another host's, during a migration)
+is kept as it is. Consumers that hold resources in the tree but run no
+instance here are orphans: when the caller is authoritative the host's part
 is removed (the whole consumer is deleted if nothing else is left).
 """
 import logging
@@ -24,6 +27,7 @@ class AllocationSync:
         self.cache = state._consumers[root_uuid]
         self.tree = ({p.uuid for p in state.known.subtree(root_uuid)}
                      if root_uuid in state.known else set())
+        self.managed = state.managed_providers(root_uuid)
 
     def run(self, instances, authoritative):
         seen = set()
@@ -39,7 +43,7 @@ class AllocationSync:
 
     def reconcile(self, consumer, wanted, project_id, user_id, orphan=False):
         """Bring one consumer's allocations in the tree to ``wanted``."""
-        managed = self.tree | set(wanted)
+        managed = self.managed | set(wanted)
         for attempt in range(self.state.conflict_retries + 1):
             record = self.cache.get(consumer)
             have = {rp: res for rp, res in (record or {}).get('allocations', {}).items()

@@ -26,6 +26,14 @@ class PlacementUnreachable(PlacementError):
     """No answer (connection refused, timeouts, 503) after the retries."""
 
 
+class PlacementConfigError(PlacementError):
+    """The [placement] options do not say how to reach placement."""
+
+
+class UnknownHost(PlacementError):
+    """No compute node provider of that host name in placement."""
+
+
 class PlacementTooOld(PlacementError):
     """The server's newest microversion is below what the client needs."""
 

@@ -3,7 +3,9 @@
 When the host's tree changes shape (VGPU inventory moves from the compute
 node to one child provider per GPU, say) the allocations against the old
 inventory must move in the same transaction as the inventory itself:
-placement's POST /reshaper. This module only plans; it never sends.
+placement's POST /reshaper. So must allocations that change class on one
+provider as it gains that class (a pinned guest's VCPU becoming PCPU when
+dedicated CPUs are configured). This module only plans; it never sends.
 """
 import dataclasses
 
@@ -45,15 +47,18 @@ def _capacity(record):
     return int((record['total'] - record['reserved']) * record['allocation_ratio'])
 
 
-def plan(moves, desired, known, consumers, instances=None):
-    """The POST /reshaper body for ``moves``.
+def plan(moves, desired, known, consumers, instances=None, retyped=None):
+    """The POST /reshaper body for ``moves`` and ``retyped``.
 
     ``consumers``: {consumer: full allocation record as GET /allocations
     gives it (allocations, project_id, user_id, consumer_generation)} for
-    every consumer holding a moved class. ``instances`` (optional) says where
-    the host sees each instance's resources now; otherwise amounts go to
-    the first target with room.
+    every consumer holding a moved class or retyped. ``instances``
+    (optional) says where the host sees each instance's resources now;
+    otherwise amounts go to the first target with room. ``retyped``:
+    {consumer: {provider}} whose part on those providers becomes what
+    ``instances`` say.
     """
+    retyped = retyped or {}
     wanted = {i.uuid: i.allocations for i in instances or ()}
     targets = {uuid for m in moves for uuid in m.targets}
     # room on a target: all of a new inventory, only the growth of one that
@@ -76,13 +81,16 @@ def plan(moves, desired, known, consumers, instances=None):
                 continue
             for rp, amounts in _place(consumer, move, amount, wanted, free).items():
                 new.setdefault(rp, {})[move.rc] = new.get(rp, {}).get(move.rc, 0) + amounts
+        for rp in retyped.get(consumer, ()):
+            new[rp] = dict(wanted[consumer][rp])
         entry = {key: record[key] for key in ('project_id', 'user_id', 'consumer_generation')
                  if key in record}
         if record.get('consumer_type'):
             entry['consumer_type'] = record['consumer_type']
         entry['allocations'] = {rp: {'resources': res} for rp, res in new.items() if res}
         allocations[consumer] = entry
-    changed = {m.source for m in moves if m.source in desired.uuids()} | targets
+    changed = ({m.source for m in moves if m.source in desired.uuids()} | targets
+               | {rp for rps in retyped.values() for rp in rps})
     inventories = {uuid: {'resource_provider_generation': _generation(known, desired, uuid),
                           'inventories': desired.get(uuid).inventories}
                    for uuid in sorted(changed)}

@@ -16,6 +16,7 @@ from tracker.placement import errors
 from tracker.placement import reshape
 from tracker.placement import resources
 from tracker.providers import diff as diff_mod
+from tracker.providers import provider as provider_mod
 from tracker.providers import tree as tree_mod
 
 LOG = logging.getLogger(__name__)
@@ -55,13 +56,14 @@ class ProviderSync:
     # -- associations written by others ---------------------------------
 
     def effective(self, provider):
-        """The desired provider plus the traits/aggregates others wrote.
+        """The desired provider plus the traits/aggregates others wrote,
+        and the allocation ratios placement keeps (nova's rule).
 
         What the tracker wrote before and no longer wants goes; what it
         never wrote (an operator's aggregate, a scheduler's trait) stays.
         """
-        provider = provider.copy()
         known = self.known.find(provider.uuid)
+        provider = provider_mod.keep_placement_ratios(provider, known).copy()
         if known is not None:
             owned = self.state.owned.get(provider.uuid, {})
             for part in ('traits', 'aggregates'):
@@ -114,6 +116,7 @@ class ProviderSync:
         except errors.PlacementError as e:   # the writes that need it fail and say so
             self.result.errors.append(e)
         moves = self.moves_needing_reshape(plan, wanted)
+        retyped = self.retypes_needing_reshape(plan)
         # a provider replaced by a new one of the same name must go first
         names = {p.name for p in plan.create}
         self.delete([p for p in plan.delete if p.name in names])
@@ -124,7 +127,7 @@ class ProviderSync:
                 continue
             if not self.create(provider):
                 failed.add(provider.uuid)
-        if moves and not self.reshape(moves, wanted):
+        if (moves or retyped) and not self.reshape(moves, wanted, retyped):
             return      # the inventory that must move stays as it is: next sync retries
         plan = diff_mod.diff(wanted, self.known_subset())
         for change in plan.update:
@@ -161,6 +164,7 @@ class ProviderSync:
         """Write one provider's changed parts; refresh and retry on 409."""
         conflicts = 0
         written = []
+        refused = set()
         while change.fields:
             field = change.fields[0]
             resp = self.send(field, change.desired, change.known)
@@ -187,21 +191,26 @@ class ProviderSync:
                 if resp is None:      # nothing else changed in the inventory
                     change = dataclasses.replace(change, fields=change.fields[1:])
                     continue
+            # one PUT of the provider writes both its name and its parent
+            same_put = ('name', 'parent') if field in ('name', 'parent') else (field,)
             if not resp.ok:
+                # Refused (a 400): the provider's other parts are still
+                # written, so that one bad value never blocks the rest.
                 self.result.errors.append(resources.unexpected(
                     resp, 'writing %s of provider %s' % (field, change.desired.name),
                     change.uuid))
-                break
+                change = dataclasses.replace(change, fields=tuple(
+                    f for f in change.fields if f not in same_put))
+                refused.add(field)
+                continue
             self.apply(change, field, resp)
             if field in ('traits', 'aggregates'):
                 self.own(change.uuid, (field,))
             written.append(field)
-            # one PUT of the provider writes both its name and its parent
-            same_put = ('name', 'parent') if field in ('name', 'parent') else (field,)
             change = diff_mod.ProviderChange(
                 change.desired, self.known.get(change.uuid),
                 tuple(f for f in change.fields if f not in same_put))
-        for part in {'traits', 'aggregates'} - set(change.fields):
+        for part in {'traits', 'aggregates'} - set(change.fields) - refused:
             self.own(change.uuid, (part,))      # already as the host wants
         if written and change.uuid not in self.result.created:
             self.result.updated.setdefault(change.uuid, []).extend(written)
@@ -287,15 +296,41 @@ class ProviderSync:
             return []
         return moves
 
-    def reshape(self, moves, wanted):
-        consumers = {}
+    def retypes_needing_reshape(self, plan):
+        """{consumer: {provider}}: instances whose allocation on a provider
+        changes class as that provider gains the class (pinned guests'
+        VCPU becoming PCPU when [compute] cpu_dedicated_set appears).
+        nova moves them in the same reshape as the inventory."""
+        wanted = {i.uuid: i.allocations for i in self.instances or ()}
+        retyped = {}
+        for change in plan.update:
+            gained = set(change.desired.inventories) - set(change.known.inventories)
+            if 'inventories' not in change.fields or not gained or not wanted:
+                continue
+            held = resources.provider_allocations(self.http, change.uuid)
+            for consumer, amounts in held.items():
+                want = wanted.get(consumer, {}).get(change.uuid, {})
+                if any(want.get(rc) and not amounts.get(rc) for rc in gained):
+                    retyped.setdefault(consumer, set()).add(change.uuid)
+        if retyped and not self.http.supports('reshaper'):
+            self.result.errors.append(errors.ReshapeUnsupported(
+                'allocations must change class but placement predates POST '
+                '/reshaper (1.30)'))
+            return {}
+        return retyped
+
+    def reshape(self, moves, wanted, retyped=None):
+        retyped = retyped or {}
+        consumers = {c: alloc_mod.get_consumer(self.http, c) for c in sorted(retyped)}
         for source in sorted({m.source for m in moves}):
             held = resources.provider_allocations(self.http, source)
             for consumer, amounts in held.items():
-                if any(amounts.get(m.rc) for m in moves if m.source == source):
+                if any(amounts.get(m.rc) for m in moves if m.source == source) \
+                        and consumer not in consumers:
                     consumers[consumer] = alloc_mod.get_consumer(self.http, consumer)
         try:
-            body = reshape.plan(moves, wanted, self.known, consumers, self.instances)
+            body = reshape.plan(moves, wanted, self.known, consumers, self.instances,
+                                retyped)
         except errors.InventoryInUse as e:     # the new providers are too small
             self.result.errors.append(e)
             return False

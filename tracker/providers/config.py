@@ -1,6 +1,6 @@
 """Operator provider configuration: YAML files that add to what drivers find.
 
-Every ``*.yaml`` / ``*.yml`` file in ``[tracker] provider_config_location``
+Every ``*.yaml`` / ``*.yml`` file in ``[compute] provider_config_location``
 is one document::
 
     meta:
@@ -15,36 +15,39 @@ is one document::
           additional: [CUSTOM_GOLD]
 
 ``$COMPUTE_NODE`` stands for this host's compute node (the tree's root).
-Additional inventories win over a driver's record of the same class: the
-operator knows something the hardware does not say. A file that does not
-validate is an error naming the file and the field; ``ProviderConfigSource``
-then keeps serving the last good configuration.
+As in nova, only custom resource classes (``CUSTOM_*``) may be added, and
+traits must be custom or standard ones (os-traits): placement refuses
+anything else, and one refused name would fail every write of the
+provider's inventories or traits, cycle after cycle. Additional
+inventories win over a driver's record of the same class: the operator
+knows something the hardware does not say.
+
+A configuration that does not validate (a file, or any entry of it) is an
+error naming the file and the field, and is not applied at all:
+``ProviderConfigSource`` keeps serving the last good configuration, and
+raises when there is none yet (a fresh process), so that the caller writes
+nothing rather than remove what the operator configured.
 """
+from collections.abc import Iterable
 import dataclasses
 import glob
 import logging
 import os
 
 import jsonschema
-from oslo_config import cfg
+import os_traits
 import yaml
 
 from tracker.providers import provider as provider_mod
+from tracker.providers import tree as tree_mod
 
 LOG = logging.getLogger(__name__)
 
 COMPUTE_NODE = '$COMPUTE_NODE'
 SUPPORTED_MAJOR = 1
 
-opts = [
-    cfg.StrOpt('provider_config_location',
-               default='/etc/tracker/provider_config/',
-               help='Directory of operator provider configuration files '
-                    '(*.yaml) that add inventories and traits to the '
-                    'providers the driver discovers.'),
-]
-
 _NAME = {'type': 'string', 'pattern': '^[A-Z0-9_]+$', 'maxLength': 255}
+_CUSTOM_NAME = {'type': 'string', 'pattern': '^CUSTOM_[A-Z0-9_]+$', 'maxLength': 255}
 _COUNT = {'type': 'integer', 'minimum': 0}
 _INVENTORY = {
     'type': 'object',
@@ -88,7 +91,7 @@ SCHEMA_V1 = {
                         'properties': {'additional': {
                             'type': 'array',
                             'items': {'type': 'object',
-                                      'propertyNames': _NAME,
+                                      'propertyNames': _CUSTOM_NAME,
                                       'additionalProperties': _INVENTORY,
                                       'minProperties': 1}}},
                         'additionalProperties': False,
@@ -110,14 +113,10 @@ SCHEMA_V1 = {
 }
 
 
-def list_opts():
-    return [('tracker', opts)]
-
-
 class ProviderConfigError(Exception):
     """A provider config file that cannot be used; names file and field."""
 
-    def __init__(self, path, field, message):
+    def __init__(self, path: str, field: str | None, message: str) -> None:
         self.path = path
         self.field = field
         super().__init__('%s: %s: %s' % (path, field or '(document)', message))
@@ -129,22 +128,22 @@ class ProviderOverlay:
     source: str                 # file it came from
     uuid: str | None = None     # a uuid or COMPUTE_NODE
     name: str | None = None
-    inventories: dict = dataclasses.field(default_factory=dict)
-    traits: set = dataclasses.field(default_factory=set)
+    inventories: dict[str, provider_mod.Inventory] = dataclasses.field(default_factory=dict)
+    traits: set[str] = dataclasses.field(default_factory=set)
 
     @property
-    def key(self):
+    def key(self) -> tuple[str, str | None]:
         return ('uuid', self.uuid) if self.uuid else ('name', self.name)
 
 
-def _field(path_parts):
+def _field(path_parts: Iterable[object]) -> str:
     text = ''
     for part in path_parts:
         text += '[%d]' % part if isinstance(part, int) else ('.' if text else '') + str(part)
     return text
 
 
-def load_file(path):
+def load_file(path: str) -> list[ProviderOverlay]:
     """The overlays of one file; ProviderConfigError if it is not valid."""
     try:
         with open(path, encoding='utf-8') as f:
@@ -164,11 +163,22 @@ def load_file(path):
                     key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         err = errors[0]
-        raise ProviderConfigError(path, _field(err.absolute_path) or None, err.message)
+        message = err.message
+        if err.validator == 'pattern' and err.schema is _CUSTOM_NAME:
+            message = ('%r is not a custom resource class: only CUSTOM_* '
+                       'classes may be added' % err.instance)
+        raise ProviderConfigError(path, _field(err.absolute_path) or None, message)
+    standard = frozenset(os_traits.get_traits())
     overlays = []
-    for entry in document['providers']:
+    for index, entry in enumerate(document['providers']):
+        for n, trait in enumerate(entry.get('traits', {}).get('additional', [])):
+            if not trait.startswith('CUSTOM_') and trait not in standard:
+                raise ProviderConfigError(
+                    path, 'providers[%d].traits.additional[%d]' % (index, n),
+                    '%r is neither a custom trait (CUSTOM_*) nor a standard '
+                    'one (os-traits)' % trait)
         ident = entry['identification']
-        inventories = {}
+        inventories: dict[str, provider_mod.Inventory] = {}
         for item in entry.get('inventories', {}).get('additional', []):
             for rc, record in item.items():
                 inventories[rc] = provider_mod.inventory(**record)
@@ -179,12 +189,12 @@ def load_file(path):
     return overlays
 
 
-def load_directory(directory):
+def load_directory(directory: str) -> list[ProviderOverlay]:
     """Every overlay in ``directory``; a provider named twice is an error."""
     if not os.path.isdir(directory):
         return []
-    overlays = []
-    seen = {}
+    overlays: list[ProviderOverlay] = []
+    seen: dict[tuple[str, str | None], str] = {}
     for path in sorted(glob.glob(os.path.join(directory, '*.yaml'))
                        + glob.glob(os.path.join(directory, '*.yml'))):
         for overlay in load_file(path):
@@ -201,24 +211,38 @@ def load_directory(directory):
 class ProviderConfigSource:
     """The directory's configuration, keeping the last good one on errors."""
 
-    def __init__(self, directory):
+    def __init__(self, directory: str) -> None:
         self.directory = directory
-        self.overlays = []
-        self.error = None
+        # the last good configuration, once there is one
+        self.overlays: list[ProviderOverlay] | None = None
+        self.error: ProviderConfigError | None = None
 
-    def load(self):
-        """Reread the directory; returns the overlays now in force."""
+    def load(self) -> list[ProviderOverlay]:
+        """Reread the directory; returns the overlays now in force.
+
+        Raises ProviderConfigError when the directory does not validate and
+        no good configuration was read before: applying none would remove
+        from placement what the operator configured.
+        """
         try:
             self.overlays = load_directory(self.directory)
-            self.error = None
         except ProviderConfigError as e:
+            if self.overlays is None:
+                self.error = e
+                raise
+            if str(e) != str(self.error):      # once, not every cycle
+                LOG.error('provider config not applied, keeping the last good '
+                          'one: %s', e)
             self.error = e
-            LOG.error('provider config not applied, keeping the last good '
-                      'one: %s', e)
+            return self.overlays
+        if self.error is not None:
+            LOG.info('provider config valid again: applied')
+        self.error = None
         return self.overlays
 
 
-def apply(overlays, tree, compute_node_uuid=None):
+def apply(overlays: list[ProviderOverlay], tree: tree_mod.ProviderTree,
+          compute_node_uuid: str | None = None) -> list[ProviderOverlay]:
     """Add the overlays' inventories and traits to the providers of ``tree``.
 
     Returns the overlays that matched no provider (reported, not fatal: the
@@ -239,5 +263,9 @@ def apply(overlays, tree, compute_node_uuid=None):
         inventories = dict(provider.inventories)
         inventories.update({rc: dict(rec) for rc, rec in overlay.inventories.items()})
         tree.update(provider.uuid, inventories=inventories,
-                    traits=set(provider.traits) | overlay.traits)
+                    traits=set(provider.traits) | overlay.traits,
+                    # the operator's ratios are the operator's to say
+                    placement_ratios={
+                        rc: fit for rc, fit in provider.placement_ratios.items()
+                        if rc not in overlay.inventories})
     return unmatched

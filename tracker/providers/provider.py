@@ -5,7 +5,12 @@ holds them, the report client compares and writes them. It knows nothing of
 HTTP or of hardware.
 """
 import dataclasses
+from typing import Any
 import uuid as uuidlib
+
+# One inventory record in placement's wire form: total, reserved, min_unit,
+# max_unit, step_size (ints) and allocation_ratio (a float).
+Inventory = dict[str, Any]
 
 # Every uuid the tracker derives (compute nodes, NUMA cells, devices) lives
 # under this namespace, so the same host and device always get the same uuid
@@ -13,7 +18,7 @@ import uuid as uuidlib
 TRACKER_NAMESPACE = uuidlib.UUID('6f2c7d4e-1b55-4d59-9c8e-3f0a2b7c9e10')
 
 # The inventory fields placement knows, with placement's defaults.
-INVENTORY_DEFAULTS = {
+INVENTORY_DEFAULTS: dict[str, Any] = {
     'total': 0,
     'reserved': 0,
     'min_unit': 1,
@@ -23,13 +28,19 @@ INVENTORY_DEFAULTS = {
 }
 
 
-def stable_uuid(*parts):
+def stable_uuid(*parts: object) -> str:
     """A deterministic uuid for a provider named by ``parts``."""
     return str(uuidlib.uuid5(TRACKER_NAMESPACE, '/'.join(str(p) for p in parts)))
 
 
-def inventory(total, reserved=0, min_unit=1, max_unit=None, step_size=1,
-              allocation_ratio=1.0):
+def capacity(record: Inventory) -> int:
+    """What placement lets allocations take from one inventory record."""
+    return int((record['total'] - record['reserved'])
+               * record['allocation_ratio'])
+
+
+def inventory(total: int, reserved: int = 0, min_unit: int = 1, max_unit: int | None = None,
+              step_size: int = 1, allocation_ratio: float = 1.0) -> Inventory:
     """One inventory record, complete, in placement's wire form."""
     return {
         'total': int(total),
@@ -48,18 +59,43 @@ class Provider:
     ``inventories`` maps a resource class to a complete inventory record
     (see ``inventory()``); ``traits`` and ``aggregates`` are sets of names
     and uuids. ``generation`` is None until placement has told us one.
+
+    ``placement_ratios`` names the classes whose allocation ratio is not
+    the host's to say (nova's rule when no ratio is configured): placement's
+    ratio is kept when it has the class, and the one in ``inventories`` is
+    only for a new inventory. Its value says whether max_unit follows the
+    capacity (see ``keep_placement_ratios``).
     """
     uuid: str
     name: str
     parent_uuid: str | None = None
-    inventories: dict = dataclasses.field(default_factory=dict)
-    traits: set = dataclasses.field(default_factory=set)
-    aggregates: set = dataclasses.field(default_factory=set)
+    inventories: dict[str, Inventory] = dataclasses.field(default_factory=dict)
+    traits: set[str] = dataclasses.field(default_factory=set)
+    aggregates: set[str] = dataclasses.field(default_factory=set)
     generation: int | None = None
+    placement_ratios: dict[str, bool] = dataclasses.field(default_factory=dict,
+                                                          compare=False)
 
-    def copy(self):
+    def copy(self) -> 'Provider':
         return dataclasses.replace(
             self,
             inventories={rc: dict(rec) for rc, rec in self.inventories.items()},
             traits=set(self.traits),
-            aggregates=set(self.aggregates))
+            aggregates=set(self.aggregates),
+            placement_ratios=dict(self.placement_ratios))
+
+
+def keep_placement_ratios(desired: Provider, held: Provider | None) -> Provider:
+    """``desired`` with the allocation ratios placement's ``held`` provider
+    has for the classes of ``desired.placement_ratios``."""
+    if not desired.placement_ratios or held is None:
+        return desired
+    desired = desired.copy()
+    for rc, fit in desired.placement_ratios.items():
+        record, had = desired.inventories.get(rc), held.inventories.get(rc)
+        if record is None or had is None:
+            continue
+        record['allocation_ratio'] = float(had['allocation_ratio'])
+        if fit:
+            record['max_unit'] = max(record['total'], capacity(record))
+    return desired

@@ -4,13 +4,13 @@ A real Agent with the fake driver and a real ReportClient whose placement
 does not answer (nothing listens on port 9)."""
 import logging
 import os
+import random
 import socket
 import threading
 import time
-import random
 
-import pytest
 from oslo_config import cfg
+import pytest
 
 from tracker import agent as agent_mod
 from tracker import conf as tracker_conf

@@ -15,8 +15,10 @@ def test_load_and_plan(tmp_path):
     described = aggregates.load(str(path))
     assert [(a.name, a.uuid, a.hosts) for a in described] == [
         ('rack-a', A, ['c1', 'c2']), ('ssd', B, ['c2'])]
-    assert [(member, a.name, h) for member, a, h in aggregates.plan(described)] == [
-        (True, 'rack-a', 'c1'), (True, 'rack-a', 'c2'),
+    # placement has c3 in rack-a and c1 in ssd: the file is the whole truth
+    present = {A: ['c1', 'c3'], B: ['c1']}
+    assert [(member, a.name, h) for member, a, h in aggregates.plan(described, present)] == [
+        (True, 'rack-a', 'c1'), (True, 'rack-a', 'c2'), (False, 'rack-a', 'c3'),
         (False, 'ssd', 'c1'), (True, 'ssd', 'c2')]
 
 

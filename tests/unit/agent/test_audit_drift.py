@@ -2,8 +2,10 @@
 import json
 
 from tracker import audit
-from tracker.drivers.base import HostSnapshot, Instance
-from tracker.providers.provider import Provider, inventory
+from tracker.drivers.base import HostSnapshot
+from tracker.drivers.base import Instance
+from tracker.providers.provider import Provider
+from tracker.providers.provider import inventory
 
 ROOT = '11111111-1111-4111-8111-111111111111'
 GPU = '22222222-2222-4222-8222-222222222222'

@@ -29,5 +29,7 @@ def test_sample_documents_the_agent_options():
     with open(os.path.join(TOP, 'etc', 'tracker.conf.sample')) as f:
         sample = f.read()
     for option in ('#interval = 60', '#jitter = 10', '#metrics_port = 0',
-                   '#driver = host'):
+                   '#driver = <None>', '#host = <current_hostname>',
+                   '#cpu_dedicated_set = <None>',
+                   '#initial_cpu_allocation_ratio = 4.0'):
         assert option in sample

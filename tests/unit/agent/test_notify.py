@@ -1,14 +1,16 @@
 """What the agent tells the cloud, built from what a cycle wrote."""
 import time
 
-import oslo_messaging
 from oslo_config import cfg
+import oslo_messaging
 
 from tracker import notify
+from tracker.drivers.base import HostSnapshot
+from tracker.drivers.base import Instance
 from tracker.placement.sync import SyncResult
+from tracker.providers.provider import Provider
+from tracker.providers.provider import inventory
 from tracker.report_client import AllocationResult
-from tracker.drivers.base import HostSnapshot, Instance
-from tracker.providers.provider import Provider, inventory
 
 ROOT = '11111111-1111-4111-8111-111111111111'
 GPU = '22222222-2222-4222-8222-222222222222'

@@ -1,5 +1,6 @@
 from tracker import usage
-from tracker.providers.provider import Provider, inventory
+from tracker.providers.provider import Provider
+from tracker.providers.provider import inventory
 
 ROOT = '11111111-1111-4111-8111-111111111111'
 GPU = '22222222-2222-4222-8222-222222222222'
@@ -21,8 +22,8 @@ def test_tree_with_usage():
     assert usage.format_tree(providers, allocations).splitlines() == [
         'compute1 (%s)' % ROOT,
         '  traits: HW_CPU_X86_AVX2',
-        '  MEMORY_MB               512 / 3072 used',
-        '  VCPU                      5 / 16 used',
+        '  MEMORY_MB               512 / 3072 used  (total 4096, reserved 1024, ratio 1)',
+        '  VCPU                      5 / 16 used  (total 8, reserved 0, ratio 2)',
         '  compute1_gpu0 (%s)' % GPU,
-        '    VGPU                      1 / 4 used',
+        '    VGPU                      1 / 4 used  (total 4, reserved 0, ratio 1)',
     ]

@@ -25,10 +25,10 @@ def fake_host(conf):
         host = sysfs.FakeHost(**kwargs)
         host.setUp()
         made.append(host)
-        conf.set_override('sysfs_root', host.sys_root, 'host')
-        conf.set_override('proc_root', host.proc_root, 'host')
-        conf.set_override('instances_path', host.instances_path, 'compute')
-        conf.set_override('host', 'node1', 'compute')
+        conf.set_override('sysfs_root', host.sys_root, 'tracker')
+        conf.set_override('proc_root', host.proc_root, 'tracker')
+        conf.set_override('instances_path', host.instances_path)
+        conf.set_override('host', 'node1')
         return host
     yield make
     for host in made:

@@ -5,7 +5,9 @@ import yaml
 from tracker.drivers import load_driver
 from tracker.drivers.errors import DiscoveryError
 from tracker.drivers.layout import root_uuid
-from tracker.providers.provider import Provider, inventory, stable_uuid
+from tracker.providers.provider import Provider
+from tracker.providers.provider import inventory
+from tracker.providers.provider import stable_uuid
 
 SHARED = '5a1e7c0c-0000-4000-8000-5ba4ed5707a9'
 AGG = 'c2d6a0a4-5c55-4a0e-9d5e-5f1d6c0b9a11'

@@ -11,10 +11,14 @@ import psutil
 import pytest
 import yaml
 
+from tracker import nova_opts
 from tracker.drivers import load_driver
 from tracker.drivers.errors import DiscoveryError
-from tracker.drivers.layout import device_uuid, numa_uuid, root_uuid
-from tracker.providers.provider import Provider, inventory
+from tracker.drivers.layout import device_uuid
+from tracker.drivers.layout import numa_uuid
+from tracker.drivers.layout import root_uuid
+from tracker.providers.provider import Provider
+from tracker.providers.provider import inventory
 
 CPU_TRAITS = {
     'HW_CPU_X86_AESNI', 'HW_CPU_X86_AVX', 'HW_CPU_X86_AVX2', 'HW_CPU_X86_BMI',
@@ -54,7 +58,7 @@ def instances_file(host, conf, instances):
     path = os.path.join(host.root, 'instances.yaml')
     with open(path, 'w') as f:
         yaml.safe_dump(instances, f)
-    conf.set_override('instances_file', path, 'host')
+    conf.set_override('instances_file', path, 'tracker')
 
 
 def allocations(snapshot):
@@ -63,8 +67,8 @@ def allocations(snapshot):
 
 def test_plain_host(conf, fake_host):
     host = fake_host(cpus='0-7', memory_mb=16384)
-    conf.set_override('reserved_host_cpus', 1, 'compute')
-    conf.set_override('reserved_host_disk_mb', 1025, 'compute')
+    conf.set_override('reserved_host_cpus', 1)
+    conf.set_override('reserved_host_disk_mb', 1025)
     instances_file(host, conf, [
         {'uuid': 'a1', 'name': 'web', 'project_id': 'p', 'user_id': 'u',
          'vcpus': 2, 'memory_mb': 2048, 'root_gb': 20, 'ephemeral_gb': 5,
@@ -90,9 +94,9 @@ def test_two_socket_numa_host(conf, fake_host):
     host.numa_node(0, '0-7', 16384)
     host.numa_node(1, '8-15', 16384)
     host.huge_pages(2048, 1024, node=1)
-    conf.set_override('numa_providers', True, 'compute')
-    conf.set_override('reserve_huge_pages', True, 'host')
-    conf.set_override('reserved_host_cpus', 2, 'compute')
+    conf.set_override('numa_providers', True, 'tracker')
+    conf.set_override('reserve_huge_pages', True, 'tracker')
+    conf.set_override('reserved_host_cpus', 2)
     instances_file(host, conf, {'instances': [
         {'uuid': 'bound', 'vcpus': 4, 'memory_mb': 4096, 'root_gb': 10,
          'numa_node': 1},
@@ -134,6 +138,7 @@ def test_two_sriov_nics_with_64_vfs(conf, fake_host):
                               numa_node=1)
     host.pci_device('0000:05:00.0', '144d', 'a808', '0x010802')   # NVMe
     host.pci_device('0000:00:1f.0', '8086', 'a1c8', '0x060100')   # bridge
+    conf.set_override('report_in_placement', True, 'pci')
     conf.set_override('device_spec', [
         json.dumps({'vendor_id': '8086', 'product_id': '1515',
                     'address': '0000:82:*.*', 'traits': 'physnet_a'}),
@@ -168,6 +173,7 @@ def test_two_sriov_nics_with_64_vfs(conf, fake_host):
 def test_pf_offered_whole_when_its_vfs_are_not_chosen(conf, fake_host):
     host = fake_host()
     host.sriov_nic('0000:81:00.0', '8086', '1528', '1515', 4)
+    conf.set_override('report_in_placement', True, 'pci')
     conf.set_override('device_spec', ['{"product_id": "1528"}'], 'pci')
 
     snapshot = load_driver(conf, 'host').discover()
@@ -178,7 +184,9 @@ def test_pf_offered_whole_when_its_vfs_are_not_chosen(conf, fake_host):
         child('node1_0000:81:00.0', pf, {'PCI_DEVICE': inventory(1)})]
 
 
-def test_four_gpus_with_mdev_types(conf, fake_host):
+def test_two_mdev_types_without_their_groups_use_the_first(conf, fake_host):
+    """nova: with several types, a type whose [mdev_<type>] group is
+    missing means only the first type is used."""
     host = fake_host()
     both = {'nvidia-222': 14, 'nvidia-223': 8}
     for bus in ('41', '42', '43'):
@@ -208,12 +216,57 @@ def test_four_gpus_with_mdev_types(conf, fake_host):
               {'CUSTOM_MDEV_NVIDIA_222'}),
         child('node1_0000:43:00.0', gpus[2], {'VGPU': inventory(14)},
               {'CUSTOM_MDEV_NVIDIA_222'}),
-        child('node1_0000:44:00.0', gpus[3], {'VGPU': inventory(8)},
-              {'CUSTOM_MDEV_NVIDIA_223'}),
     ]
     assert allocations(snapshot) == {
         'vdi': {ROOT: {'VCPU': 2, 'MEMORY_MB': 2048}, gpus[0]: {'VGPU': 1}},
         'vdi2': {ROOT: {'VCPU': 2, 'MEMORY_MB': 2048}, gpus[0]: {'VGPU': 1}}}
+
+
+def test_each_mdev_type_on_the_devices_its_group_names(conf, fake_host):
+    host = fake_host()
+    both = {'nvidia-222': 14, 'nvidia-223': 8}
+    for bus in ('41', '42'):
+        host.gpu('0000:%s:00.0' % bus, both)
+    host.mdev('4b20d080-1b54-4048-85b3-a6a62d165c03', '0000:42:00.0',
+              'nvidia-223')
+    conf.set_override('enabled_mdev_types', ['nvidia-222', 'nvidia-223'],
+                      'devices')
+    nova_opts.register_dynamic_opts(conf)
+    conf.set_override('device_addresses', ['0000:41:00.0'], 'mdev_nvidia-222')
+    conf.set_override('device_addresses', ['0000:42:00.0'], 'mdev_nvidia-223')
+    conf.set_override('mdev_class', 'CUSTOM_T4_SMALL', 'mdev_nvidia-223')
+    instances_file(host, conf, [
+        {'uuid': 'vdi', 'vcpus': 1, 'memory_mb': 512,
+         'mdevs': ['4b20d080-1b54-4048-85b3-a6a62d165c03']}])
+
+    snapshot = load_driver(conf, 'host').discover()
+
+    gpus = [device_uuid('node1', '0000:%s:00.0' % bus) for bus in ('41', '42')]
+    assert snapshot.providers == [
+        root(host),
+        child('node1_0000:41:00.0', gpus[0], {'VGPU': inventory(14)},
+              {'CUSTOM_MDEV_NVIDIA_222'}),
+        child('node1_0000:42:00.0', gpus[1],
+              {'CUSTOM_T4_SMALL': inventory(9)}, {'CUSTOM_MDEV_NVIDIA_223'}),
+    ]
+    assert allocations(snapshot) == {
+        'vdi': {ROOT: {'VCPU': 1, 'MEMORY_MB': 512},
+                gpus[1]: {'CUSTOM_T4_SMALL': 1}}}
+
+
+def test_one_device_given_to_two_mdev_types_is_a_clear_error(conf, fake_host):
+    host = fake_host()
+    host.gpu('0000:41:00.0', {'nvidia-222': 14, 'nvidia-223': 8})
+    conf.set_override('enabled_mdev_types', ['nvidia-222', 'nvidia-223'],
+                      'devices')
+    nova_opts.register_dynamic_opts(conf)
+    conf.set_override('device_addresses', ['0000:41:00.0'], 'mdev_nvidia-222')
+    conf.set_override('device_addresses', ['0000:41:00.0'], 'mdev_nvidia-223')
+
+    with pytest.raises(DiscoveryError, match=r'\[mdev_nvidia-223\] '
+                       r'device_addresses: 0000:41:00.0 is already given to '
+                       r'mdev type nvidia-222'):
+        load_driver(conf, 'host').discover()
 
 
 def test_gpus_are_not_offered_unless_a_type_is_enabled(conf, fake_host):
@@ -226,9 +279,9 @@ def test_gpus_are_not_offered_unless_a_type_is_enabled(conf, fake_host):
 @pytest.mark.parametrize('aggregate', [None, 'a99b4f2e-7ad3-4c4a-9d5c-1d2e3f4a5b6c'])
 def test_shared_storage_host(conf, fake_host, aggregate):
     host = fake_host()
-    conf.set_override('shared_storage_provider_uuid', SHARED, 'compute')
-    conf.set_override('shared_storage_aggregate_uuid', aggregate, 'compute')
-    conf.set_override('instances_path', '/nonexistent/nfs', 'compute')
+    conf.set_override('shared_storage_provider_uuid', SHARED, 'tracker')
+    conf.set_override('shared_storage_aggregate_uuid', aggregate, 'tracker')
+    conf.set_override('instances_path', '/nonexistent/nfs')
     instances_file(host, conf, [
         {'uuid': 'db', 'vcpus': 4, 'memory_mb': 8192, 'root_gb': 40,
          'ephemeral_gb': 10}])
@@ -247,6 +300,7 @@ def test_a_device_unplugged_while_read_is_left_out(conf, fake_host):
     host.pci_device('0000:05:00.0', '144d', 'a808', '0x010802')
     gone = host.pci_device('0000:06:00.0', '144d', 'a808', '0x010802')
     shutil.rmtree(host.path(gone))      # its bus/pci/devices link dangles
+    conf.set_override('report_in_placement', True, 'pci')
     conf.set_override('device_spec', ['{"vendor_id": "144d"}'], 'pci')
 
     snapshot = load_driver(conf, 'host').discover()
@@ -258,6 +312,7 @@ def test_a_device_unplugged_while_read_is_left_out(conf, fake_host):
 def test_discovery_is_stable_across_runs(conf, fake_host):
     host = fake_host()
     host.sriov_nic('0000:81:00.0', '8086', '1528', '1515', 8)
+    conf.set_override('report_in_placement', True, 'pci')
     conf.set_override('device_spec', ['{"product_id": "1515"}'], 'pci')
     driver = load_driver(conf, 'host')
 
@@ -265,7 +320,7 @@ def test_discovery_is_stable_across_runs(conf, fake_host):
 
 
 def test_real_sys(conf):
-    conf.set_override('instances_path', '/', 'compute')
+    conf.set_override('instances_path', '/')
 
     snapshot = load_driver(conf, 'host').discover()
 
@@ -280,9 +335,10 @@ def test_real_sys(conf):
 
 def test_real_sys_devices_and_numa_nodes(conf):
     """Every real PCI function chosen, real NUMA nodes as providers."""
-    conf.set_override('instances_path', '/', 'compute')
+    conf.set_override('instances_path', '/')
+    conf.set_override('report_in_placement', True, 'pci')
     conf.set_override('device_spec', ['{}'], 'pci')
-    conf.set_override('numa_providers', True, 'compute')
+    conf.set_override('numa_providers', True, 'tracker')
 
     snapshot = load_driver(conf, 'host').discover()
 
@@ -314,6 +370,7 @@ def test_real_sys_devices_and_numa_nodes(conf):
 ])
 def test_bad_device_spec_is_a_clear_error(conf, fake_host, spec, message):
     fake_host()
+    conf.set_override('report_in_placement', True, 'pci')
     conf.set_override('device_spec', [spec], 'pci')
 
     with pytest.raises(DiscoveryError, match=message):
@@ -321,7 +378,7 @@ def test_bad_device_spec_is_a_clear_error(conf, fake_host, spec, message):
 
 
 def test_missing_sysfs_is_a_clear_error(conf, tmp_path):
-    conf.set_override('sysfs_root', str(tmp_path / 'nosys'), 'host')
+    conf.set_override('sysfs_root', str(tmp_path / 'nosys'), 'tracker')
 
     with pytest.raises(DiscoveryError, match='nosys/devices/system/cpu/online'
                                              ': it does not exist'):
@@ -339,7 +396,7 @@ def test_bad_instances_file_is_a_clear_error(conf, fake_host, text, message):
     path = os.path.join(host.root, 'instances.yaml')
     with open(path, 'w') as f:
         f.write(text)
-    conf.set_override('instances_file', path, 'host')
+    conf.set_override('instances_file', path, 'tracker')
 
     with pytest.raises(DiscoveryError, match=message):
         load_driver(conf, 'host').discover()

@@ -15,9 +15,13 @@ from tracker.drivers import cpu_traits
 from tracker.drivers import load_driver
 from tracker.drivers.errors import DiscoveryError
 from tracker.drivers.host import disk
-from tracker.drivers.layout import device_uuid, numa_uuid, root_uuid
-from tracker.drivers.libvirt import LibvirtDriver, parse
-from tracker.providers.provider import Provider, inventory
+from tracker.drivers.layout import device_uuid
+from tracker.drivers.layout import numa_uuid
+from tracker.drivers.layout import root_uuid
+from tracker.drivers.libvirt import LibvirtDriver
+from tracker.drivers.libvirt import parse
+from tracker.providers.provider import Provider
+from tracker.providers.provider import inventory
 
 HOST_XML = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir,
                         'libvirt', 'host-devices.xml')
@@ -37,8 +41,9 @@ LOCAL, VOLUME, PCI, MDEV, STOPPED = (
 @pytest.fixture
 def devices_host(conf):
     conf.set_override('connection_uri', HOST_URI, 'libvirt')
-    conf.set_override('images_pool', 'instances', 'libvirt')
-    conf.set_override('host', 'node1', 'compute')
+    conf.set_override('images_pool', 'instances', 'tracker')
+    conf.set_override('host', 'node1')
+    conf.set_override('report_in_placement', True, 'pci')
     conf.set_override('device_spec', [
         json.dumps({'vendor_id': '8086', 'product_id': '1515'}),
         json.dumps({'vendor_id': '144d'})], 'pci')
@@ -97,9 +102,8 @@ def test_devices_host_tree_and_allocations(devices_host):
 
 
 def test_disks_under_instances_path_without_a_pool(devices_host):
-    devices_host.set_override('images_pool', None, 'libvirt')
-    devices_host.set_override('instances_path', '/var/lib/nova/instances',
-                              'compute')
+    devices_host.set_override('images_pool', None, 'tracker')
+    devices_host.set_override('instances_path', '/var/lib/nova/instances')
 
     snapshot = load_driver(devices_host, 'libvirt').discover()
 
@@ -111,8 +115,8 @@ def test_disks_under_instances_path_without_a_pool(devices_host):
 
 
 def test_disks_elsewhere_count_nothing(devices_host):
-    devices_host.set_override('images_pool', None, 'libvirt')
-    devices_host.set_override('instances_path', '/srv/other', 'compute')
+    devices_host.set_override('images_pool', None, 'tracker')
+    devices_host.set_override('instances_path', '/srv/other')
 
     snapshot = load_driver(devices_host, 'libvirt').discover()
 
@@ -125,7 +129,7 @@ def test_numa_nodes_from_sysfs_when_libvirt_shows_none(devices_host,
     host = fake_host(cpus='0-15', memory_mb=32768)
     host.numa_node(0, '0-7', 16384)
     host.numa_node(1, '8-15', 16384)
-    devices_host.set_override('numa_providers', True, 'compute')
+    devices_host.set_override('numa_providers', True, 'tracker')
 
     snapshot = load_driver(devices_host, 'libvirt').discover()
 
@@ -152,8 +156,7 @@ def test_numa_nodes_from_sysfs_when_libvirt_shows_none(devices_host,
 
 
 def test_shared_storage(devices_host):
-    devices_host.set_override('shared_storage_provider_uuid', SHARED,
-                              'compute')
+    devices_host.set_override('shared_storage_provider_uuid', SHARED, 'tracker')
 
     snapshot = load_driver(devices_host, 'libvirt').discover()
 
@@ -165,10 +168,10 @@ def test_shared_storage(devices_host):
 
 def test_numa_cells_from_capabilities(conf):
     conf.set_override('connection_uri', 'test:///default', 'libvirt')
-    conf.set_override('numa_providers', True, 'compute')
-    conf.set_override('reserved_host_memory_mb', 0, 'compute')
-    conf.set_override('ram_allocation_ratio', 2.0, 'compute')
-    conf.set_override('shared_storage_provider_uuid', SHARED, 'compute')
+    conf.set_override('numa_providers', True, 'tracker')
+    conf.set_override('reserved_host_memory_mb', 0)
+    conf.set_override('ram_allocation_ratio', 2.0)
+    conf.set_override('shared_storage_provider_uuid', SHARED, 'tracker')
 
     snapshot = load_driver(conf, 'libvirt').discover()
 
@@ -217,10 +220,10 @@ def test_unreachable_libvirt_is_a_clear_error(conf, tmp_path):
 
 
 def test_unknown_images_pool_is_a_clear_error(devices_host):
-    devices_host.set_override('images_pool', 'nope', 'libvirt')
+    devices_host.set_override('images_pool', 'nope', 'tracker')
 
     with pytest.raises(DiscoveryError,
-                       match=r"\[libvirt\] images_pool 'nope' does not exist"):
+                       match=r"\[tracker\] images_pool 'nope' does not exist"):
         load_driver(devices_host, 'libvirt').discover()
 
 
@@ -281,9 +284,9 @@ def test_cpu_model_is_expanded_into_traits():
 def test_base_pages_are_not_huge_pages(conf):
     """test:///default's cell 1 has 8 KiB base pages and no huge pages."""
     conf.set_override('connection_uri', 'test:///default', 'libvirt')
-    conf.set_override('numa_providers', True, 'compute')
-    conf.set_override('reserve_huge_pages', True, 'host')
-    conf.set_override('reserved_host_memory_mb', 0, 'compute')
+    conf.set_override('numa_providers', True, 'tracker')
+    conf.set_override('reserve_huge_pages', True, 'tracker')
+    conf.set_override('reserved_host_memory_mb', 0)
 
     snapshot = load_driver(conf, 'libvirt').discover()
 
@@ -301,3 +304,31 @@ def test_a_domain_deleted_during_discovery_is_left_out(devices_host):
 
     assert driver.instance(conn, domain) is None
     assert VOLUME not in allocations(driver.discover())
+
+
+@pytest.mark.parametrize('images_type', ['rbd', 'lvm'])
+def test_ceph_or_lvm_images_need_a_pool(devices_host, images_type):
+    devices_host.set_override('images_pool', None, 'tracker')
+    devices_host.set_override('images_type', images_type, 'libvirt')
+
+    with pytest.raises(DiscoveryError, match=r'\[libvirt\] images_type = %s: '
+                       r'instance disks are not on the filesystem of '
+                       r'instances_path; set \[tracker\] images_pool'
+                       % images_type):
+        load_driver(devices_host, 'libvirt').discover()
+
+
+def test_rbd_images_in_the_images_rbd_pool_are_local_disks(devices_host):
+    """The 'volume' domain's second disk is rbd volumes/volume-2: a cinder
+    volume (0) unless [libvirt] images_rbd_pool is 'volumes' with
+    images_type rbd (then it is sized like any local disk)."""
+    devices_host.set_override('images_type', 'rbd', 'libvirt')
+    devices_host.set_override('images_rbd_pool', 'volumes', 'libvirt')
+
+    snapshot = load_driver(devices_host, 'libvirt').discover()
+
+    # the test driver's block info says 1 TiB for every disk
+    assert allocations(snapshot)[VOLUME][ROOT]['DISK_GB'] == 1024
+    devices_host.set_override('images_rbd_pool', 'vms', 'libvirt')
+    snapshot = load_driver(devices_host, 'libvirt').discover()
+    assert 'DISK_GB' not in allocations(snapshot)[VOLUME][ROOT]

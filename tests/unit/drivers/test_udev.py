@@ -2,8 +2,8 @@
 import os
 import threading
 
-import pyudev
 import pytest
+import pyudev
 
 from tracker.drivers import udev
 

@@ -4,7 +4,8 @@ import textwrap
 import pytest
 
 from tracker.providers import config
-from tracker.providers.provider import Provider, inventory
+from tracker.providers.provider import Provider
+from tracker.providers.provider import inventory
 from tracker.providers.tree import ProviderTree
 
 GOOD = """
@@ -16,9 +17,9 @@ providers:
     inventories:
       additional:
         - CUSTOM_LICENSE: {total: 4, reserved: 1}
-        - VCPU: {total: 32, allocation_ratio: 4.0}
+        - CUSTOM_PMEM_GB: {total: 32, allocation_ratio: 4.0}
     traits:
-      additional: [CUSTOM_GOLD]
+      additional: [CUSTOM_GOLD, COMPUTE_STATUS_DISABLED]
   - identification:
       name: cn1_gpu0
     traits:
@@ -45,8 +46,8 @@ def test_overlays_add_inventories_and_traits(tmp_path):
     assert unmatched == []
     root = t.get('r')
     assert root.inventories['CUSTOM_LICENSE'] == inventory(4, reserved=1)
-    assert root.inventories['VCPU'] == inventory(32, allocation_ratio=4.0)
-    assert root.traits == {'HW_CPU_X86_AVX', 'CUSTOM_GOLD'}
+    assert root.inventories['CUSTOM_PMEM_GB'] == inventory(32, allocation_ratio=4.0)
+    assert root.traits == {'HW_CPU_X86_AVX', 'CUSTOM_GOLD', 'COMPUTE_STATUS_DISABLED'}
     assert t.get('g0').traits == {'CUSTOM_FAST'}
 
 
@@ -66,6 +67,13 @@ def test_unknown_provider_is_reported_not_fatal(tmp_path):
     (GOOD.replace('      name: cn1_gpu0', '      name: cn1_gpu0\n      uuid: x'),
      'providers[1].identification', 'too many properties'),
     ('providers: [unclosed', None, 'not valid YAML'),
+    # what placement would refuse (nova refuses them too)
+    (GOOD.replace('CUSTOM_LICENSE', 'FOO_BAR'),
+     'providers[0].inventories.additional[0]', "'FOO_BAR' is not a custom resource class"),
+    (GOOD.replace('CUSTOM_LICENSE', 'VCPU'),
+     'providers[0].inventories.additional[0]', "'VCPU' is not a custom resource class"),
+    (GOOD.replace('COMPUTE_STATUS_DISABLED', 'HW_NOT_A_TRAIT'),
+     'providers[0].traits.additional[1]', "'HW_NOT_A_TRAIT' is neither a custom trait"),
 ])
 def test_bad_file_names_file_and_field(tmp_path, text, field, message):
     path = write(tmp_path, 'bad.yaml', text)
@@ -84,6 +92,16 @@ def test_same_provider_in_two_files_is_an_error(tmp_path):
         config.load_directory(str(tmp_path))
 
 
+def test_source_without_a_good_configuration_raises(tmp_path):
+    """A fresh process has no last good configuration: applying none would
+    remove what the operator configured, so it is an error for the caller."""
+    write(tmp_path, 'a.yaml', GOOD + GOOD[GOOD.index('  - identification'):])
+    source = config.ProviderConfigSource(str(tmp_path))
+    with pytest.raises(config.ProviderConfigError, match='already configured'):
+        source.load()
+    assert source.error is not None
+
+
 def test_source_keeps_last_good_configuration(tmp_path):
     source = config.ProviderConfigSource(str(tmp_path))
     assert source.load() == []          # no files yet: nothing to add
@@ -96,9 +114,3 @@ def test_source_keeps_last_good_configuration(tmp_path):
     write(tmp_path, 'a.yaml', GOOD.replace('total: 4', 'total: 5'))
     assert source.load()[0].inventories['CUSTOM_LICENSE']['total'] == 5
     assert source.error is None
-
-
-def test_option_is_listed_for_the_tracker_group():
-    [(group, opts)] = config.list_opts()
-    assert group == 'tracker'
-    assert [o.name for o in opts] == ['provider_config_location']

@@ -5,7 +5,8 @@ from tracker.drivers.base import Instance
 from tracker.placement import errors
 from tracker.placement import reshape
 from tracker.providers import diff as diff_mod
-from tracker.providers.provider import Provider, inventory
+from tracker.providers.provider import Provider
+from tracker.providers.provider import inventory
 from tracker.providers.tree import ProviderTree
 
 

@@ -4,7 +4,8 @@ import threading
 import pytest
 
 from tracker.providers import diff as diff_mod
-from tracker.providers.provider import Provider, inventory
+from tracker.providers.provider import Provider
+from tracker.providers.provider import inventory
 from tracker.providers.tree import ProviderTree
 
 

@@ -3,11 +3,10 @@
 Discovery is a list of small plugins, each reading one source into the
 shared ``HostFacts`` (cpu, memory, disk, numa, pci); ``layout`` then builds
 the provider tree. The host driver sees no hypervisor, so it reports no
-instances unless [host] instances_file lists them (a YAML list of
+instances unless [tracker] instances_file lists them (a YAML list of
 instances: uuid, name, project_id, user_id, vcpus, memory_mb, root_gb,
 ephemeral_gb, swap_mb, pci_devices, mdevs, numa_node).
 """
-import socket
 
 from tracker.drivers import base
 from tracker.drivers import facts
@@ -30,11 +29,11 @@ class HostDriver(base.Driver):
 
     def __init__(self, conf):
         self.conf = conf
-        self.paths = sysfs.HostPaths(conf.host.sysfs_root, conf.host.proc_root)
+        self.paths = sysfs.HostPaths(conf.tracker.sysfs_root, conf.tracker.proc_root)
 
     def host_facts(self):
         host = facts.HostFacts(
-            hostname=self.conf.compute.host or socket.gethostname(),
+            hostname=self.conf.host,
             cpus=[], memory_mb=0, disk_gb=None)
         for plugin in PATH_PLUGINS:
             plugin.discover(self.paths, host)
@@ -46,7 +45,7 @@ class HostDriver(base.Driver):
         return tree.snapshot(self.instances())
 
     def instances(self):
-        path = self.conf.host.instances_file
+        path = self.conf.tracker.instances_file
         if not path:
             return []
         data = yaml_file.load(path)

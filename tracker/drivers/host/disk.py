@@ -1,4 +1,4 @@
-"""DISK_GB: the filesystem holding instance disks ([compute] instances_path).
+"""DISK_GB: the filesystem holding instance disks ([DEFAULT] instances_path).
 
 With shared storage the compute node reports no disk of its own, so the
 path is not even looked at.
@@ -12,10 +12,10 @@ from tracker.drivers.errors import DiscoveryError
 
 
 def discover(conf, host):
-    if conf.compute.shared_storage_provider_uuid:
+    if conf.tracker.shared_storage_provider_uuid:
         host.disk_gb = None
         return
-    host.disk_gb = disk_gb(conf.compute.instances_path)
+    host.disk_gb = disk_gb(conf.instances_path)
 
 
 def disk_gb(path):

@@ -5,7 +5,7 @@ from tracker.drivers.errors import DiscoveryError
 
 
 class HostPaths:
-    """Where the host driver reads from: [host] sysfs_root and proc_root."""
+    """Where the host driver reads from: [tracker] sysfs_root and proc_root."""
 
     def __init__(self, sysfs_root='/sys', proc_root='/proc'):
         self.sysfs_root = sysfs_root

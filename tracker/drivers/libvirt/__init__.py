@@ -2,16 +2,21 @@
 
 Host: getInfo (CPUs, memory) and getCapabilities (arch, CPU features, NUMA
 cells; when libvirt shows no cells, e.g. its test driver, the NUMA nodes
-come from sysfs at [host] sysfs_root). Devices: the node device API (PCI
+come from sysfs at [tracker] sysfs_root). Devices: the node device API (PCI
 devices with their SR-IOV links and mdev types, existing mdevs). DISK_GB:
-the [libvirt] images_pool capacity, else the filesystem of [compute]
+the [tracker] images_pool capacity, else the filesystem of [DEFAULT]
 instances_path. Instances: every defined domain (a stopped instance still
-holds its resources): vcpus, memory, local disks, PCI and mdev host devices,
-and project/user from nova's metadata when present.
+holds its resources): vcpus and their pinning, memory, local disks, PCI and
+mdev host devices, and project/user and hw:cpu_policy from nova's metadata
+when present.
 
 A disk is local, and counts toward DISK_GB, when it lives in the images
-pool or under instances_path; volumes (block devices elsewhere, network
-disks) count 0. Its size is the libvirt volume capacity, else the file size.
+pool or under instances_path, or (with [libvirt] images_type = rbd) in the
+Ceph pool images_rbd_pool; volumes (block devices elsewhere, other network
+disks) count 0. Its size is the capacity the guest sees, running or not:
+the pool volume's, else libvirt's block info, else the image header (a
+sparse qcow2 file is much smaller than its disk). Each disk is rounded up
+to whole GiB, as nova sizes flavor disks.
 
 When the connection drops (libvirtd restarted) a discovery reconnects once
 and starts again.
@@ -21,8 +26,10 @@ import os
 
 import libvirt
 
+from tracker import nova_opts
 from tracker.drivers import base
 from tracker.drivers import facts
+from tracker.drivers import image
 from tracker.drivers import layout
 from tracker.drivers.errors import DiscoveryError
 from tracker.drivers.host import disk as host_disk
@@ -45,7 +52,7 @@ class LibvirtDriver(base.Driver):
 
     def __init__(self, conf):
         self.conf = conf
-        self.uri = conf.libvirt.connection_uri
+        self.uri = nova_opts.connection_uri(conf)
         self.connection = None
 
     def _connect(self):
@@ -105,7 +112,7 @@ class LibvirtDriver(base.Driver):
         # test:///default says 3 GiB over cells of 2 + 4 GiB).
         memory_mb = sum(n.memory_mb for n in caps.numa_nodes) or info[1]
         host = facts.HostFacts(
-            hostname=self.conf.compute.host or conn.getHostname(),
+            hostname=self.conf.host,
             cpus=list(range(info[2])), memory_mb=memory_mb,
             disk_gb=self.disk_gb(conn), cpu_flags=self.cpu_features(conn, caps),
             arch=caps.arch,
@@ -132,21 +139,28 @@ class LibvirtDriver(base.Driver):
         return parse.cpu_features(expanded) | caps.cpu_features
 
     def _paths(self):
-        return sysfs.HostPaths(self.conf.host.sysfs_root,
-                               self.conf.host.proc_root)
+        return sysfs.HostPaths(self.conf.tracker.sysfs_root,
+                               self.conf.tracker.proc_root)
 
     def disk_gb(self, conn):
-        compute = self.conf.compute
-        if compute.shared_storage_provider_uuid:
+        if self.conf.tracker.shared_storage_provider_uuid:
             return None
-        pool_name = self.conf.libvirt.images_pool
+        pool_name = self.conf.tracker.images_pool
+        images_type = self.conf.libvirt.images_type
+        if not pool_name and images_type in ('rbd', 'lvm'):
+            # nova asks Ceph or LVM for the size; the agent asks libvirt
+            raise DiscoveryError(
+                '[libvirt] images_type = %s: instance disks are not on the '
+                'filesystem of instances_path; set [tracker] images_pool to '
+                'the libvirt storage pool holding them, or [tracker] '
+                'shared_storage_provider_uuid' % images_type)
         if not pool_name:
-            return host_disk.disk_gb(compute.instances_path)
+            return host_disk.disk_gb(self.conf.instances_path)
         try:
             pool = conn.storagePoolLookupByName(pool_name)
         except libvirt.libvirtError as exc:
             if exc.get_error_code() == libvirt.VIR_ERR_NO_STORAGE_POOL:
-                raise DiscoveryError('[libvirt] images_pool %r does not '
+                raise DiscoveryError('[tracker] images_pool %r does not '
                                      'exist' % pool_name) from None
             raise
         return pool.info()[1] // facts.GiB
@@ -173,37 +187,63 @@ class LibvirtDriver(base.Driver):
             if exc.get_error_code() == libvirt.VIR_ERR_NO_DOMAIN:
                 return None
             raise
-        disk_bytes = sum(self._local_disk_bytes(conn, kind, where)
-                         for kind, where in domain.disks)
         return facts.InstanceFacts(
             uuid=domain.uuid, name=domain.name,
             project_id=domain.project_id, user_id=domain.user_id,
             vcpus=domain.vcpus, memory_mb=domain.memory_mb,
-            disk_gb=facts.ceil_div(disk_bytes, facts.GiB),
+            disk_gb=sum(facts.ceil_div(self._local_disk_bytes(conn, dom, d),
+                                       facts.GiB) for d in domain.disks),
             pci_addresses=domain.pci_addresses,
-            mdev_uuids=domain.mdev_uuids, numa_node=domain.numa_node)
+            mdev_uuids=domain.mdev_uuids, numa_node=domain.numa_node,
+            vcpu_pins=domain.vcpu_pins, cpu_policy=domain.cpu_policy)
 
-    def _local_disk_bytes(self, conn, kind, where):
-        pool_name = self.conf.libvirt.images_pool
-        if kind == 'volume' and where:
-            if where[0] != pool_name:
+    def _local_disk_bytes(self, conn, dom, disk):
+        """What one disk takes from DISK_GB: 0 unless it is local."""
+        pool_name = self.conf.tracker.images_pool
+        if disk.kind == 'volume' and disk.source:
+            if disk.source[0] != pool_name:
                 return 0
             return self._capacity(lambda: conn.storagePoolLookupByName(
-                where[0]).storageVolLookupByName(where[1]))
-        if kind not in ('file', 'block') or not where:
-            return 0                 # network disks are volumes: 0
-        volume = self._volume_by_path(conn, where)
+                disk.source[0]).storageVolLookupByName(disk.source[1]))
+        if disk.kind == 'network':
+            if self._in_rbd_pool(disk):
+                return self._block_capacity(dom, disk)
+            return 0                 # a volume (cinder, nbd, iscsi...)
+        if disk.kind not in ('file', 'block') or not disk.source:
+            return 0
+        volume = self._volume_by_path(conn, disk.source)
         if volume is not None and pool_name and \
                 volume.storagePoolLookupByVolume().name() == pool_name:
             return volume.info()[1]
-        if not _under(where, self.conf.compute.instances_path):
+        if not _under(disk.source, self.conf.instances_path):
             return 0                 # a volume attached from elsewhere
         if volume is not None:
             return volume.info()[1]
+        return self._block_capacity(dom, disk)
+
+    def _in_rbd_pool(self, disk):
+        return (self.conf.libvirt.images_type == 'rbd'
+                and disk.protocol == 'rbd' and disk.source is not None
+                and disk.source.startswith(
+                    self.conf.libvirt.images_rbd_pool + '/'))
+
+    @staticmethod
+    def _block_capacity(dom, disk):
+        """The disk's virtual capacity: libvirt's block info (running or
+        not), else the image header."""
         try:
-            return os.path.getsize(where)
-        except OSError:
-            LOG.warning('cannot size local disk %s; counting 0', where)
+            return dom.blockInfo(disk.target or disk.source)[0]
+        except libvirt.libvirtError as exc:
+            LOG.debug('no block info for %s (%s); reading the image',
+                      disk.source, exc)
+        if disk.kind == 'network':
+            LOG.warning('cannot size disk %s; counting 0', disk.source)
+            return 0
+        try:
+            return image.virtual_size(disk.source)
+        except OSError as exc:
+            LOG.warning('cannot size local disk %s (%s); counting 0',
+                        disk.source, exc.strerror)
             return 0
 
     @staticmethod

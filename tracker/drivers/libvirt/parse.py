@@ -3,16 +3,23 @@
 Pure functions of the XML text: no connection here, so every rule about
 what a domain consumes is readable in one place.
 """
+import collections
 import xml.etree.ElementTree as ET
 
 from tracker.drivers import facts
 from tracker.drivers.errors import DiscoveryError
+from tracker.nova_opts import parse_cpu_set
 
 _UNITS = {'b': 1, 'bytes': 1, 'k': 1024, 'kib': 1024, 'kb': 1000,
           'm': 1024 ** 2, 'mib': 1024 ** 2, 'mb': 1000 ** 2,
           'g': 1024 ** 3, 'gib': 1024 ** 3, 'gb': 1000 ** 3,
           't': 1024 ** 4, 'tib': 1024 ** 4, 'tb': 1000 ** 4}
 NOVA_NS_PREFIX = '{http://openstack.org/xmlns/libvirt/nova/'
+
+# One <disk device='disk'>: kind is its type (file, block, volume, network);
+# source the file or device path, (pool, volume), or a network disk's name;
+# protocol only for network disks (rbd, nbd, iscsi...).
+Disk = collections.namedtuple('Disk', 'kind source target protocol')
 
 
 def _xml(text, what):
@@ -127,11 +134,14 @@ class Domain:
         self.uuid = root.findtext('uuid')
         self.name = root.findtext('name')
         self.vcpus = int(root.findtext('vcpu', '0'))
+        self.vcpu_pins = _vcpu_pins(root, self.vcpus)
         memory = root.find('memory')
         self.memory_mb = (facts.ceil_div(to_bytes(memory), facts.MiB)
                           if memory is not None else 0)
-        self.project_id, self.user_id = _owner(root)
-        self.disks = [_disk_source(d) for d in root.findall('devices/disk')
+        nova = _nova_metadata(root)
+        self.project_id, self.user_id = _owner(nova)
+        self.cpu_policy = _extra_spec(nova, 'hw:cpu_policy')
+        self.disks = [_disk(d) for d in root.findall('devices/disk')
                       if d.get('device', 'disk') == 'disk']
         self.pci_addresses = [
             address_of(a) for a in
@@ -147,24 +157,67 @@ class Domain:
         self.numa_node = cells[0] if len(cells) == 1 else None
 
 
-def _owner(root):
-    """(project uuid, user uuid) from nova's instance metadata, if any."""
+def _vcpu_pins(root, count):
+    """The host CPUs each vCPU may run on: its <vcpupin>, else the <vcpu
+    cpuset>, else none (floating)."""
+    vcpu = root.find('vcpu')
+    default = vcpu.get('cpuset') if vcpu is not None else None
+    pins = {}
+    for pin in root.findall('cputune/vcpupin'):
+        pins[int(pin.get('vcpu'))] = pin.get('cpuset')
+    result = []
+    for index in range(count):
+        cpuset = pins.get(index, default)
+        try:
+            result.append(sorted(parse_cpu_set(cpuset, 'vcpupin'))
+                          if cpuset else [])
+        except DiscoveryError:
+            result.append([])
+    return result
+
+
+def _nova_metadata(root):
+    """(namespace prefix, <nova:instance>) of nova's metadata, or None."""
     for element in root.iterfind('metadata/*'):
         if element.tag.startswith(NOVA_NS_PREFIX):
-            ns = element.tag[:element.tag.index('}') + 1]
-            project = element.find('%sowner/%sproject' % (ns, ns))
-            user = element.find('%sowner/%suser' % (ns, ns))
-            return (project.get('uuid') if project is not None else None,
-                    user.get('uuid') if user is not None else None)
-    return None, None
+            return element.tag[:element.tag.index('}') + 1], element
+    return None
 
 
-def _disk_source(disk):
-    """('file'|'block'|'volume'|'network', where) for one <disk>."""
+def _owner(nova):
+    """(project uuid, user uuid) from nova's instance metadata, if any."""
+    if nova is None:
+        return None, None
+    ns, element = nova
+    project = element.find('%sowner/%sproject' % (ns, ns))
+    user = element.find('%sowner/%suser' % (ns, ns))
+    return (project.get('uuid') if project is not None else None,
+            user.get('uuid') if user is not None else None)
+
+
+def _extra_spec(nova, name):
+    """A flavor extra spec from nova's metadata (namespace 1.1 and later)."""
+    if nova is None:
+        return None
+    ns, element = nova
+    for spec in element.iterfind('%sflavor/%sextraSpecs/%sextraSpec'
+                                 % (ns, ns, ns)):
+        if spec.get('name') == name:
+            return (spec.text or '').strip() or None
+    return None
+
+
+def _disk(disk):
+    """The Disk of one <disk> element."""
     kind = disk.get('type', 'file')
     source = disk.find('source')
-    if source is None or kind == 'network':
-        return kind, None
+    target = disk.find('target')
+    target = target.get('dev') if target is not None else None
+    if source is None:
+        return Disk(kind, None, target, None)
+    if kind == 'network':
+        return Disk(kind, source.get('name'), target, source.get('protocol'))
     if kind == 'volume':
-        return kind, (source.get('pool'), source.get('volume'))
-    return kind, source.get('file') or source.get('dev')
+        return Disk(kind, (source.get('pool'), source.get('volume')), target,
+                    None)
+    return Disk(kind, source.get('file') or source.get('dev'), target, None)
