@@ -8,7 +8,6 @@ a dedicated CPU, and a shut-off one with a sparse 5 GiB qcow2 root. What
 the agent allocates for each must be what libvirt itself says of it; after
 the guests change, the next cycle converges and the audit agrees.
 """
-import json
 import math
 import os
 import subprocess
@@ -159,16 +158,6 @@ def allocations_in_placement(placement):
             placement.allocations(HOST).items()}
 
 
-def cycle_then_audit(conf):
-    once = env.run('tracker-agent', conf, '--once')
-    assert once.returncode == 0, once.stdout + once.stderr
-    audit = env.run('tracker-audit', conf, '--json')
-    assert audit.returncode == 0, audit.stdout + audit.stderr
-    report = json.loads(audit.stdout)
-    assert report['in_sync'] is True and report['drift'] == [], report
-    return once
-
-
 def test_allocations_are_what_libvirt_says_of_each_guest(
         hypervisor, server, instances, nbd, tmp_path):
     conn = hypervisor.connect()
@@ -200,7 +189,7 @@ def test_allocations_are_what_libvirt_says_of_each_guest(
 
     # 1. No CPU sets: every vCPU is a VCPU
     conf = write_conf(tmp_path / 'nova.conf', server, hypervisor, instances)
-    cycle_then_audit(conf)
+    env.cycle_then_audit(conf)
     held = allocations_in_placement(placement)
     assert held == what_libvirt_says(conn, instances, set())
     # the shut-off guest's sparse qcow2 root counts at its virtual size
@@ -218,7 +207,7 @@ def test_allocations_are_what_libvirt_says_of_each_guest(
     conf = write_conf(tmp_path / 'nova.conf', server, hypervisor, instances,
                       cpu_shared_set='0-%d' % (dedicated - 1),
                       cpu_dedicated_set=str(dedicated))
-    cycle_then_audit(conf)
+    env.cycle_then_audit(conf)
     inventories = placement.tree(HOST)[HOST]['inventories']
     assert (inventories['VCPU'], inventories['PCPU']) == (cpus - 1, 1)
     held = allocations_in_placement(placement)
@@ -235,7 +224,7 @@ def test_allocations_are_what_libvirt_says_of_each_guest(
     except libvirt.libvirtError as exc:
         assert exc.get_error_code() in (libvirt.VIR_ERR_OPERATION_INVALID,
                                         libvirt.VIR_ERR_NO_SUPPORT), exc
-    cycle_then_audit(conf)
+    env.cycle_then_audit(conf)
     held = allocations_in_placement(placement)
     assert held == what_libvirt_says(conn, instances, {dedicated})
     assert guest_uuid('stopped') not in held

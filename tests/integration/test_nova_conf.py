@@ -8,7 +8,6 @@ node's file, against a real libvirtd, with only what belongs to this
 machine (paths, CPU numbers, endpoints, passwords) in a second file
 after it, the way oslo.config layers files.
 """
-import json
 import os
 import shutil
 
@@ -65,16 +64,6 @@ def allocations(get, hostname):
                 % root_uuid(hostname))['allocations'].items()}
 
 
-def audit_in_sync(*config_files):
-    args = []
-    for path in config_files[1:]:
-        args += ['--config-file', path]
-    audit = env.run('tracker-audit', config_files[0], '--json', *args)
-    assert audit.returncode == 0, audit.stdout + audit.stderr
-    report = json.loads(audit.stdout)
-    assert report['in_sync'] is True and report['drift'] == [], report
-
-
 def test_only_host_and_placement_credentials(deployment, tmp_path):
     """nova.conf with [DEFAULT] host and [placement] only: the root provider
     is that host with nova's inventory (nova's defaults: 512 MB reserved,
@@ -87,9 +76,7 @@ def test_only_host_and_placement_credentials(deployment, tmp_path):
     state_path = '/var/lib/tracker'
     existed = os.path.isdir(state_path)
     try:
-        once = env.run('tracker-agent', str(conf), '--once')
-        assert once.returncode == 0, once.stdout + once.stderr
-        audit_in_sync(str(conf))
+        env.cycle_then_audit(str(conf))
     finally:
         if existed:
             for leftover in ('ownership-only-host-x.json',
@@ -151,10 +138,7 @@ def test_a_full_compute_node_nova_conf(deployment, hypervisor, tmp_path):
            tmp_path / 'provider_config',
            hypervisor.uri, keystone.auth_url))
 
-    once = env.run('tracker-agent', EXAMPLE, '--once',
-                   '--config-file', str(site))
-    assert once.returncode == 0, once.stdout + once.stderr
-    audit_in_sync(EXAMPLE, str(site))
+    env.cycle_then_audit(EXAMPLE, str(site))
 
     get = reader(keystone)
     inventory = as_placement_has_it(get, 'compute-01')
