@@ -47,10 +47,10 @@ from tests.integration.servers import Server  # noqa: E402
 from tracker import agent as agent_mod  # noqa: E402
 from tracker import conf as tracker_conf  # noqa: E402
 from tracker.drivers import base  # noqa: E402
+from tracker.placement.client import ReportClient  # noqa: E402
 from tracker.providers.provider import Provider  # noqa: E402
 from tracker.providers.provider import inventory  # noqa: E402
 from tracker.providers.provider import stable_uuid  # noqa: E402
-from tracker.report_client import ReportClient  # noqa: E402
 
 INTERVAL, REFRESH = 60, 300
 

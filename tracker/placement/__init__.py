@@ -1,5 +1,6 @@
-"""The report client's parts: transport, reads and writes, reshape, allocations.
+"""Everything that speaks HTTP to placement.
 
-``tracker.report_client.ReportClient`` is the one entry point; these modules
-each hold one idea so that it stays small.
+``client.ReportClient`` is the one entry point; the other modules each hold
+one idea (transport, reads and writes, reshape, allocations) so that it
+stays small.
 """

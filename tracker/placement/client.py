@@ -1,4 +1,4 @@
-"""Everything that speaks HTTP to placement: the report client.
+"""The report client: the agent's one entry point to placement.
 
 ``ReportClient`` keeps what it believes placement holds for this host (the
 known ProviderTree, the consumers' allocations) and writes only the
