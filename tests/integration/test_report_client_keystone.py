@@ -15,7 +15,7 @@ from tests.integration.test_keystone import deployment  # noqa: F401 (fixture)
 from tracker import conf as tracker_conf
 from tracker.drivers.base import Instance
 from tracker.placement import errors
-from tracker.placement.client import ReportClient
+from tracker.report_client import ReportClient
 
 pytestmark = pytest.mark.integration
 

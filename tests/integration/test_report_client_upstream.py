@@ -22,7 +22,7 @@ def placement(upstream_placement):  # noqa: F811 (replaces ours)
 def test_a_client_built_from_placement_options(upstream_placement, tmp_path):
     """[placement] keystoneauth options alone lead the client to placement."""
     from tracker import conf as tracker_conf
-    from tracker.placement.client import ReportClient
+    from tracker.report_client import ReportClient
     path = tmp_path / 'tracker.conf'
     path.write_text('[placement]\nauth_type = admin_token\nendpoint = %s\n'
                     'token = admin\n' % upstream_placement)
@@ -40,7 +40,7 @@ def test_placement_is_found_in_the_service_catalog(upstream_placement):
     from keystoneauth1 import session as ks_session
     from keystoneauth1.identity import access as access_plugin
 
-    from tracker.placement.client import ReportClient
+    from tracker.report_client import ReportClient
     token = ks_fixture.V3Token()
     token.add_service('compute').add_standard_endpoints(public='http://nova.invalid')
     token.add_service('placement').add_standard_endpoints(public=upstream_placement,
