@@ -1,8 +1,8 @@
 """The report client: the agent's one entry point to placement.
 
-``ReportClient`` keeps what it believes placement holds for this host (the
-known ProviderTree, the consumers' allocations) and writes only the
-difference, so that a host that did not change costs no HTTP at all. What
+``ReportClient`` keeps what it believes placement holds for this host (a
+KnownPlacement: the providers, the consumers' allocations) and writes only
+the difference, so that a host that did not change costs no HTTP at all. What
 others write (traits, aggregates, sharing providers, generations) is learnt
 on a 409 and refreshed every ``[placement] association_refresh_interval``.
 
@@ -18,11 +18,11 @@ anything another writer added stays. What it wrote is kept in a state file
 across restarts (tracker.placement.ownership).
 """
 import copy
-import dataclasses
 import logging
 import threading
-import time
+from typing import Any
 
+from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
@@ -31,24 +31,21 @@ from tracker.placement import allocations as alloc_mod
 from tracker.placement import consumers as consumers_mod
 from tracker.placement import errors
 from tracker.placement import http as http_mod
+from tracker.placement import known as known_mod
 from tracker.placement import membership
 from tracker.placement import ownership
 from tracker.placement import resources
 from tracker.placement import sync as sync_mod
 from tracker.placement import watch
-from tracker.placement.errors import ConsumerConflict  # noqa: F401  (the agent catches these)
-from tracker.placement.errors import DuplicateProviderName  # noqa: F401  (the agent catches these)
-from tracker.placement.errors import GenerationConflict  # noqa: F401  (the agent catches these)
-from tracker.placement.errors import InventoryInUse  # noqa: F401  (the agent catches these)
-from tracker.placement.errors import PlacementConfigError  # noqa: F401  (the agent catches these)
-from tracker.placement.errors import PlacementError  # noqa: F401  (the agent catches these)
-from tracker.placement.errors import PlacementTooOld  # noqa: F401  (the agent catches these)
-from tracker.placement.errors import PlacementUnreachable  # noqa: F401  (the agent catches these)
-from tracker.placement.errors import ProviderInUse  # noqa: F401  (the agent catches these)
-from tracker.placement.errors import ReshapeUnsupported  # noqa: F401  (the agent catches these)
-from tracker.placement.errors import UnknownHost  # noqa: F401  (the agent catches these)
-from tracker.placement.sync import SyncResult  # noqa: F401
+from tracker.placement.allocations import Instance
+from tracker.placement.consumers import AllocationResult
+from tracker.placement.errors import GenerationConflict
+from tracker.placement.errors import PlacementConfigError
+from tracker.placement.errors import PlacementError
+from tracker.placement.errors import PlacementUnreachable
+from tracker.placement.sync import SyncResult
 from tracker.providers import tree as tree_mod
+from tracker.providers.provider import Provider
 
 LOG = logging.getLogger(__name__)
 GROUP = 'placement'
@@ -64,7 +61,7 @@ client_opts = [
 ]
 
 
-def _optional(opts):
+def _optional(opts: list[cfg.Opt]) -> list[cfg.Opt]:
     # Plugins mark some options required (the password plugin's auth_url);
     # registered as such, every tool reading tracker.conf would fail to load
     # without placement credentials. The plugin checks them itself on load.
@@ -78,11 +75,11 @@ def _optional(opts):
 
 # nova's defaults for its [placement] adapter: the same nova.conf finds
 # placement at the same endpoint for both.
-NOVA_ADAPTER_DEFAULTS = {'service_type': 'placement',
+NOVA_ADAPTER_DEFAULTS: dict[str, Any] = {'service_type': 'placement',
                          'valid_interfaces': ['internal', 'public']}
 
 
-def _nova_defaults(opts):
+def _nova_defaults(opts: list[cfg.Opt]) -> list[cfg.Opt]:
     copies = []
     for opt in opts:
         if opt.dest in NOVA_ADAPTER_DEFAULTS:
@@ -92,24 +89,24 @@ def _nova_defaults(opts):
     return copies
 
 
-def list_opts():
+def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
     """[placement]: keystoneauth session, auth, adapter options and ours."""
     opts = (ks_loading.get_session_conf_options()
             + ks_loading.get_auth_common_conf_options()
             + _optional(ks_loading.get_auth_plugin_conf_options('password'))
             + _nova_defaults(ks_loading.get_adapter_conf_options(include_deprecated=False))
             + client_opts)
-    unique = {}
+    unique: dict[str, cfg.Opt] = {}
     for opt in opts:
         unique.setdefault(opt.dest, opt)
     return [(GROUP, list(unique.values()))]
 
 
-def _auth_from_conf(conf):
+def _auth_from_conf(conf: cfg.ConfigOpts) -> Any:
     group = conf[GROUP]
     if not group.auth_type:
         return None
-    loader = ks_loading.get_plugin_loader(group.auth_type)
+    loader: Any = ks_loading.get_plugin_loader(group.auth_type)
     conf.register_opts(_optional(ks_loading.get_auth_plugin_conf_options(loader)),
                        group=GROUP)
     return loader.load_from_options(**{o.dest: group[o.dest]
@@ -124,7 +121,7 @@ def _auth_from_conf(conf):
 DEVELOPMENT_ROLES = {'X-Roles': 'admin,service'}
 
 
-def adapter_from_conf(conf):
+def adapter_from_conf(conf: cfg.ConfigOpts) -> ks_adapter.Adapter:
     """A keystoneauth1 Adapter for placement, from the [placement] group."""
     auth = _auth_from_conf(conf)
     session = ks_loading.load_session_from_conf_options(conf, GROUP, auth=auth)
@@ -134,24 +131,14 @@ def adapter_from_conf(conf):
         service_type=conf[GROUP].service_type or 'placement')
 
 
-@dataclasses.dataclass
-class AllocationResult:
-    created: list = dataclasses.field(default_factory=list)    # consumers
-    updated: list = dataclasses.field(default_factory=list)
-    deleted: list = dataclasses.field(default_factory=list)
-    kept: list = dataclasses.field(default_factory=list)       # (consumer, reason)
-    conflicts: int = 0
-    errors: list = dataclasses.field(default_factory=list)
-    requests: int = 0
-
-
 class ReportClient:
 
-    def __init__(self, conf=None, adapter=None, *, microversion=None,
-                 state_file=None):
+    def __init__(self, conf: cfg.ConfigOpts | None = None,
+                 adapter: ks_adapter.Adapter | None = None, *,
+                 microversion: str | None = None, state_file: str | None = None) -> None:
         """``state_file``: where what the tracker owns is kept across
         restarts (see tracker.placement.ownership); None: in memory."""
-        group = conf[GROUP] if conf is not None else None
+        group: Any = conf[GROUP] if conf is not None else None
         if adapter is None:
             if conf is None:
                 raise ValueError('ReportClient needs a conf or an adapter')
@@ -175,42 +162,37 @@ class ReportClient:
             adapter, want=microversion,
             attempts=1 + (3 if retries is None else retries),
             retry_delay=0.5 if delay is None else delay)
-        self.refresh_interval = group.association_refresh_interval if group else 300
-        self.conflict_retries = group.generation_conflict_retries if group else 3
-        self.known = tree_mod.ProviderTree()   # what placement holds, as we know it
+        self.conflict_retries: int = group.generation_conflict_retries if group else 3
         self._ownership = ownership.OwnershipFile(state_file) if state_file else None
-        # uuid -> traits/aggregates the tracker wrote
-        self.owned = self._ownership.load() if self._ownership else {}
-        self.ensured = set()   # custom resource classes and traits known to exist
-        self.sharing = {}      # root uuid -> sharing providers of its aggregates
-        self._fetched = {}     # root uuid -> monotonic time of the last full read
-        self._consumers = {}   # root uuid -> {consumer: record}
-        self._consumers_at = {}
+        self.known = known_mod.KnownPlacement(
+            refresh_interval=group.association_refresh_interval if group else 300,
+            owned=self._ownership.load() if self._ownership else {})
         self._checks = 0       # steady checks made (they take turns)
         self._lock = threading.RLock()
 
     # -- counters the agent reports ----------------------------------------
 
     @property
-    def counters(self):
+    def counters(self) -> http_mod.Counters:
         return self.http.counters
 
     @property
-    def writes(self):
+    def writes(self) -> int:
         return self.http.counters.writes
 
     @property
-    def microversion(self):
+    def microversion(self) -> str:
         return http_mod.version_text(self.http.negotiate())
 
-    def new_request_id(self):
+    def new_request_id(self) -> str:
         """Start a new global request id (one per agent cycle)."""
         self.http.global_request_id = http_mod.new_request_id()
         return self.http.global_request_id
 
     # -- providers ----------------------------------------------------------
 
-    def sync(self, desired, instances=None):
+    def sync(self, desired: tree_mod.ProviderTree | list[Provider],
+             instances: list[Instance] | None = None) -> SyncResult:
         """Make placement hold ``desired``; returns a SyncResult.
 
         ``instances`` (optional) tells a reshape where each instance's moved
@@ -223,11 +205,12 @@ class ReportClient:
             roots = desired.roots()
             try:
                 for root in roots:
-                    if self._due(self._fetched, root.uuid):
+                    if self.known.tree_stale(root.uuid):
                         self._read_tree(root.uuid, reuse=True)
                 for attempt in range(self.conflict_retries + 1):
                     try:
-                        sync_mod.ProviderSync(self, desired, instances, result).run()
+                        sync_mod.ProviderSync(self.http, self.known, desired, instances,
+                                              result, self.conflict_retries).run()
                         break
                     except sync_mod.Restart:
                         for root in roots:
@@ -237,144 +220,116 @@ class ReportClient:
                         'the tree kept changing during the reshape'))
             except PlacementUnreachable:
                 for root in roots:     # start from placement's word next time
-                    self._fetched.pop(root.uuid, None)
+                    self.known.mark_tree_stale(root.uuid)
                 raise
             finally:
                 if self._ownership is not None:
-                    self._ownership.save(self.owned)
+                    self._ownership.save(self.known.owned)
             result.requests = self.http.counters.requests - before.requests
             return result
 
-    def check(self, root_uuid):
+    def check(self, root_uuid: str) -> str:
         """One cheap GET, for a cycle that would otherwise send none:
         placement still answers and holds what we think
         (tracker.placement.watch); what differs is read again now.
         Returns what changed ('' when nothing). Raises PlacementUnreachable."""
         with self._lock:
-            if self._due(self._fetched, root_uuid):
+            if self.known.tree_stale(root_uuid):
                 return ''        # the sync reads the whole tree anyway
-            changed = watch.check(self, root_uuid, self._checks)
+            changed = watch.check(self.http, self.known, root_uuid, self._checks)
             self._checks += 1
             if changed:
+                self.reread(root_uuid)
                 LOG.info('placement changed behind the tracker (%s); rereading '
                          'the tree and its allocations', changed)
             return changed
 
-    def reread(self, root_uuid):
+    def reread(self, root_uuid: str) -> None:
         """Forget what we know of the tree's providers and allocations: the
         next read of each asks placement again."""
         self._read_tree(root_uuid, reuse=True)
-        self._consumers_at.pop(root_uuid, None)
+        self.known.mark_consumers_stale(root_uuid)
 
-    def fetch_tree(self, root_uuid):
+    def fetch_tree(self, root_uuid: str) -> tree_mod.ProviderTree:
         """What placement holds now for the tree at ``root_uuid``."""
         with self._lock:
             return self._read_tree(root_uuid).snapshot()
 
-    def sharing_providers(self, root_uuid):
+    def sharing_providers(self, root_uuid: str) -> list[Provider]:
         with self._lock:
-            return list(self.sharing.get(root_uuid, []))
+            return list(self.known.sharing.get(root_uuid, []))
 
-    def managed_providers(self, root_uuid):
-        """The providers on which this host owns its instances' allocations:
-        its tree and the sharing providers its aggregates reach. A part on
-        any other provider (another host's, during a migration) is not its."""
+    def managed_providers(self, root_uuid: str) -> set[str]:
+        """See KnownPlacement.managed_providers."""
         with self._lock:
-            tree = ({p.uuid for p in self.known.subtree(root_uuid)}
-                    if root_uuid in self.known else set())
-            return tree | {p.uuid for p in self.sharing.get(root_uuid, [])}
+            return self.known.managed_providers(root_uuid)
 
-    def _read_tree(self, root_uuid, reuse=False):
+    def _read_tree(self, root_uuid: str, reuse: bool = False) -> tree_mod.ProviderTree:
         """Reread the tree; ``reuse``: only providers whose generation moved."""
-        tree = resources.fetch_tree(self.http, root_uuid, self.known if reuse else None)
-        if root_uuid in self.known:
-            self.known.remove(root_uuid)
-        for provider in tree.providers():
-            if provider.uuid in self.known:    # moved here from another tree
-                self.known.remove(provider.uuid)
-            self.known.add(provider)
-        self.sharing[root_uuid] = self._read_sharing(tree)
-        self._fetched[root_uuid] = time.monotonic()
+        tree = resources.fetch_tree(self.http, root_uuid,
+                                    self.known.tree if reuse else None)
+        self.known.learn_tree(root_uuid, tree)
+        self.known.learn_sharing(root_uuid, resources.sharing_providers(self.http, tree))
         return tree
-
-    def _read_sharing(self, tree):
-        """Providers outside the tree sharing their resources with it."""
-        aggregates = sorted({a for p in tree.providers() for a in p.aggregates})
-        if not aggregates or not self.http.supports('required_traits'):
-            return []
-        listing = resources.list_providers(
-            self.http, member_of='in:' + ','.join(aggregates),
-            required='MISC_SHARES_VIA_AGGREGATE')
-        return [resources.from_listing(i) for i in listing if i['uuid'] not in tree.uuids()]
-
-    def refresh_generations(self, roots):
-        for root in roots:
-            for item in resources.list_providers(self.http, in_tree=root.uuid):
-                if item['uuid'] in self.known:
-                    self.known.update(item['uuid'], generation=item['generation'])
-
-    def _due(self, stamps, key):
-        at = stamps.get(key)
-        return at is None or (self.refresh_interval > 0
-                              and time.monotonic() - at >= self.refresh_interval)
 
     # -- allocations ----------------------------------------------------------
 
-    def forget_allocations(self):
-        self._consumers.clear()
+    def forget_allocations(self) -> None:
+        self.known.forget_allocations()
 
-    def get_allocations_for_tree(self, root_uuid):
+    def get_allocations_for_tree(self, root_uuid: str) -> dict[str, known_mod.ConsumerRecord]:
         """{consumer: record} for every consumer holding resources in the tree."""
         with self._lock:
-            if self._due(self._fetched, root_uuid):
+            if self.known.tree_stale(root_uuid):
                 self._read_tree(root_uuid, reuse=True)
-            uuids = {p.uuid for p in self.known.subtree(root_uuid)} \
-                if root_uuid in self.known else set()
-            self._consumers[root_uuid] = alloc_mod.for_tree(self.http, uuids)
-            self._consumers_at[root_uuid] = time.monotonic()
+            consumers = alloc_mod.for_tree(self.http, self.known.tree_uuids(root_uuid))
+            self.known.learn_consumers(root_uuid, consumers)
             return {c: dict(r, allocations={rp: {'resources': dict(res)}
                                             for rp, res in r['allocations'].items()})
-                    for c, r in self._consumers[root_uuid].items()}
+                    for c, r in consumers.items()}
 
-    def sync_allocations(self, root_uuid, instances, *, authoritative=True):
+    def sync_allocations(self, root_uuid: str, instances: list[Instance], *,
+                         authoritative: bool = True) -> AllocationResult:
         """Make the tree's allocations those of ``instances``."""
         with self._lock:
             before = self.http.counters.snapshot()
-            if root_uuid not in self._consumers or self._due(self._consumers_at, root_uuid):
+            if self.known.consumers_stale(root_uuid):
                 self.get_allocations_for_tree(root_uuid)
             result = AllocationResult()
-            consumers_mod.AllocationSync(self, root_uuid, result).run(
-                instances, authoritative)
+            consumers_mod.AllocationSync(self.http, self.known, root_uuid, result,
+                                         self.conflict_retries).run(instances, authoritative)
             result.requests = self.http.counters.requests - before.requests
             return result
 
-    def put_allocations(self, consumer_uuid, allocations, project_id, user_id,
-                        consumer_generation=None, consumer_type=None):
+    def put_allocations(self, consumer_uuid: str, allocations: alloc_mod.Allocations,
+                        project_id: str | None, user_id: str | None,
+                        consumer_generation: int | None = None,
+                        consumer_type: str | None = None) -> bool:
         """PUT one consumer's allocations; raises on conflict or refusal."""
         with self._lock:
             resp = alloc_mod.put(self.http, consumer_uuid, allocations, project_id,
                                  user_id, consumer_generation, consumer_type)
             alloc_mod.raise_for(resp, consumer_uuid)
-            self.forget_allocations()
+            self.known.forget_allocations()
             return True
 
-    def delete_allocations(self, consumer_uuid):
+    def delete_allocations(self, consumer_uuid: str) -> bool:
         """Delete every allocation of the consumer; False if it had none."""
         with self._lock:
             resp = alloc_mod.delete(self.http, consumer_uuid)
             alloc_mod.raise_for(resp, consumer_uuid)
-            self.forget_allocations()
+            self.known.forget_allocations()
             return resp.ok
 
     # -- aggregates by host name ------------------------------------------------
 
-    def aggregate_add_host(self, aggregate_uuid, host_name):
+    def aggregate_add_host(self, aggregate_uuid: str, host_name: str) -> bool:
         return self._aggregate_host(aggregate_uuid, host_name, add=True)
 
-    def aggregate_remove_host(self, aggregate_uuid, host_name):
+    def aggregate_remove_host(self, aggregate_uuid: str, host_name: str) -> bool:
         return self._aggregate_host(aggregate_uuid, host_name, add=False)
 
-    def _aggregate_host(self, aggregate_uuid, host_name, add):
+    def _aggregate_host(self, aggregate_uuid: str, host_name: str, add: bool) -> bool:
         """Returns True when placement holds the wanted membership."""
         try:
             self.aggregate_membership(aggregate_uuid, host_name, add)
@@ -385,13 +340,14 @@ class ReportClient:
                         'add' if add else 'remove', host_name, e)
             return False
 
-    def aggregate_membership(self, aggregate_uuid, host_name, member):
+    def aggregate_membership(self, aggregate_uuid: str, host_name: str, member: bool) -> str:
         """'added', 'removed' or 'unchanged'; raises UnknownHost or
         PlacementError (tracker.placement.membership)."""
         with self._lock:
-            return membership.set_member(self, aggregate_uuid, host_name, member)
+            return membership.set_member(self.http, self.known, aggregate_uuid, host_name,
+                                         member, self.conflict_retries)
 
-    def aggregate_hosts(self, aggregate_uuid):
+    def aggregate_hosts(self, aggregate_uuid: str) -> list[str]:
         """Names of the hosts (compute node providers) in the aggregate."""
         with self._lock:
-            return membership.hosts_in(self, aggregate_uuid)
+            return membership.hosts_in(self.http, aggregate_uuid)
