@@ -35,14 +35,31 @@ class Instance(Protocol):
 
 
 def normalize(allocations: dict[str, Any] | None) -> Allocations:
-    """{rp: {rc: n}} from either that form or {rp: {'resources': {...}}}."""
+    """{rp: {rc: n}} from that form, {rp: {'resources': {...}}} or a whole
+    consumer record ({'allocations': ..., 'consumer_generation': ...}).
+    The one reading of allocations: the sync and the audit compare these."""
+    if allocations and 'allocations' in allocations:
+        allocations = allocations['allocations']
     out = {}
     for rp, amounts in (allocations or {}).items():
+        if not isinstance(amounts, dict):
+            continue
         amounts = amounts.get('resources', amounts)
         amounts = {rc: int(n) for rc, n in amounts.items() if n}
         if amounts:
             out[rp] = amounts
     return out
+
+
+def host_part(allocations: dict[str, Any] | None, managed: set[str],
+              wanted: Iterable[str] = ()) -> Allocations:
+    """The host's part of a consumer's allocations: on the ``managed``
+    providers (its tree, the sharing providers it uses) and on those its
+    instance asks for (``wanted``). The rest (another host's, during a
+    migration) is not the host's to write: the sync keeps it, the audit
+    ignores it."""
+    mine = managed | set(wanted)
+    return {rp: res for rp, res in normalize(allocations).items() if rp in mine}
 
 
 def on_tree(allocations: dict[str, Any], tree_uuids: set[str]) -> Allocations:

@@ -64,15 +64,13 @@ class AllocationSync:
     def reconcile(self, consumer: str, wanted: alloc_mod.Allocations,
                   project_id: str | None, user_id: str | None, orphan: bool = False) -> None:
         """Bring one consumer's allocations in the tree to ``wanted``."""
-        managed = self.managed | set(wanted)
         for attempt in range(self.conflict_retries + 1):
             record = self.cache.get(consumer)
-            have = {rp: res for rp, res in (record or {}).get('allocations', {}).items()
-                    if rp in managed}
+            held = (record or {}).get('allocations', {})
+            have = alloc_mod.host_part(held, self.managed, wanted)
             if have == wanted:
                 return
-            others = {rp: res for rp, res in (record or {}).get('allocations', {}).items()
-                      if rp not in managed}
+            others = {rp: res for rp, res in held.items() if rp not in have}
             new = dict(others, **wanted)
             if record is None and not new:
                 return

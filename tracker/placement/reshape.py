@@ -15,7 +15,7 @@ from tracker.placement import errors
 from tracker.placement.known import ConsumerRecord
 from tracker.providers import diff as diff_mod
 from tracker.providers import tree as tree_mod
-from tracker.providers.provider import Inventory
+from tracker.providers.provider import capacity
 
 
 @dataclasses.dataclass
@@ -39,17 +39,13 @@ def candidate_moves(tree_diff: diff_mod.TreeDiff, desired: tree_mod.ProviderTree
     for change in tree_diff.update:
         for rc, record in change.desired.inventories.items():
             before = change.known.inventories.get(rc)
-            if before is None or _capacity(record) > _capacity(before):
+            if before is None or capacity(record) > capacity(before):
                 gained.setdefault(rc, []).append(change.uuid)
     lost = [(c.uuid, rc) for c in tree_diff.update for rc in c.removed_resource_classes()]
     lost += [(p.uuid, rc) for p in tree_diff.delete for rc in p.inventories]
     order = {p.uuid: i for i, p in enumerate(desired.providers())}
     return [Move(source, rc, sorted(gained[rc], key=lambda uuid: order[uuid]))
             for source, rc in lost if rc in gained]
-
-
-def _capacity(record: Inventory) -> int:
-    return int((record['total'] - record['reserved']) * record['allocation_ratio'])
 
 
 def plan(moves: list[Move], desired: tree_mod.ProviderTree, known: tree_mod.ProviderTree,
@@ -74,10 +70,10 @@ def plan(moves: list[Move], desired: tree_mod.ProviderTree, known: tree_mod.Prov
     free: dict[tuple[str, str], int] = {}
     for move in moves:
         for uuid in move.targets:
-            room = _capacity(desired.get(uuid).inventories[move.rc])
+            room = capacity(desired.get(uuid).inventories[move.rc])
             old = known.find(uuid)
             if old is not None and move.rc in old.inventories:
-                room -= _capacity(old.inventories[move.rc])
+                room -= capacity(old.inventories[move.rc])
             free[(uuid, move.rc)] = room
     allocations: dict[str, dict[str, Any]] = {}
     for consumer, record in sorted(consumers.items()):
