@@ -264,7 +264,8 @@ class ProviderSync:
         self.result.kept.extend((change.uuid, 'inventory %s in use' % rc)
                                 for rc in sorted(removed))
         LOG.warning('%s', err)
-        if kept == change.known.inventories:
+        if not diff_mod.inventories_differ(
+                dataclasses.replace(change.desired, inventories=kept), change.known):
             return None
         return resources.put_inventories(self.http, change.uuid,
                                          change.known.generation, kept)
