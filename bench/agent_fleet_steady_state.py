@@ -47,10 +47,10 @@ from tests.integration.servers import Server  # noqa: E402
 from tracker import agent as agent_mod  # noqa: E402
 from tracker import conf as tracker_conf  # noqa: E402
 from tracker.drivers import base  # noqa: E402
+from tracker.placement.client import ReportClient  # noqa: E402
 from tracker.providers.provider import Provider  # noqa: E402
 from tracker.providers.provider import inventory  # noqa: E402
 from tracker.providers.provider import stable_uuid  # noqa: E402
-from tracker.report_client import ReportClient  # noqa: E402
 
 INTERVAL, REFRESH = 60, 300
 
@@ -108,9 +108,9 @@ def round_of(fleet, server, refresh=False):
     if refresh:
         for agent in fleet:          # the refresh interval has passed for all
             client = agent.client
-            for stamps in (client._fetched, client._consumers_at):
+            for stamps in (client.known.read_at, client.known.consumers_read_at):
                 for root in stamps:
-                    stamps[root] -= client.refresh_interval
+                    stamps[root] -= client.known.refresh_interval
     requests = 0
     cpu, started = server_cpu(server), time.monotonic()
     for agent in fleet:

@@ -82,7 +82,7 @@ def measure(placement, count):
     desired[-1].inventories = {rc: inventory(rec['total'] + 1)
                                for rc, rec in desired[-1].inventories.items()}
     step('one-change sync', lambda: client.sync(desired))
-    client._fetched.clear()      # as if association_refresh_interval passed
+    client.known.read_at.clear()      # as if association_refresh_interval passed
     step('refresh sync', lambda: client.sync(desired))
     step('fetch tree', lambda: client.fetch_tree(root))
     return out

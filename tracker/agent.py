@@ -20,11 +20,12 @@ from tracker import agent_opts
 from tracker import audit as audit_mod
 from tracker import metrics as metrics_mod
 from tracker import notify
-from tracker import report_client
 from tracker import rpc
 from tracker import systemd
 from tracker.drivers import load_driver
 from tracker.placement import ownership
+from tracker.placement.client import ReportClient
+from tracker.placement.errors import PlacementUnreachable
 from tracker.providers import config as provider_config
 from tracker.providers import tree as tree_mod
 
@@ -92,7 +93,7 @@ class Agent(service.ServiceBase):
             # server, publisher, ownership file) takes its name
             self.host = self.driver.configured_host() or self.host
         if self.client is None:
-            self.client = report_client.ReportClient(
+            self.client = ReportClient(
                 conf=self.conf, state_file=ownership.path_for(
                     self.conf.tracker.state_path, self.host))
 
@@ -151,7 +152,7 @@ class Agent(service.ServiceBase):
             allocated = self.client.sync_allocations(
                 snapshot.root.uuid, snapshot.instances,
                 authoritative=authoritative)
-        except report_client.PlacementUnreachable as exc:
+        except PlacementUnreachable as exc:
             self._placement_state(False, exc)
             return CycleResult(False, False, error='placement unreachable: %s' % exc)
         except Exception as exc:

@@ -2,12 +2,16 @@
 
 ``compute_drift`` compares two plain descriptions: the providers and
 instances the host has (a driver's HostSnapshot) and the providers and
-allocations placement has under the host's root. The same comparison tells
-the agent what changed between two cycles (for notifications).
+allocations placement has under the host's root. What counts as a
+difference is the sync's own rule, so the two never disagree: inventories
+by ``providers.diff.inventory_changes``, allocations by
+``placement.allocations.host_part`` and ``normalize``.
 """
 import dataclasses
 import json
 
+from tracker.placement import allocations as alloc_mod
+from tracker.placement.allocations import normalize as normalize_allocations
 from tracker.providers import diff as diff_mod
 from tracker.providers.provider import keep_placement_ratios
 
@@ -44,21 +48,6 @@ def _detail_text(detail):
 
 def _providers_by_uuid(providers):
     return {p.uuid: p for p in providers}
-
-
-def normalize_allocations(consumer_allocations):
-    """``{rp: {rc: n}}`` from any of placement's shapes of one consumer."""
-    if consumer_allocations is None:
-        return {}
-    if 'allocations' in consumer_allocations:
-        consumer_allocations = consumer_allocations['allocations']
-    result = {}
-    for rp_uuid, value in consumer_allocations.items():
-        resources = value.get('resources', value) if isinstance(value, dict) else {}
-        resources = {rc: int(n) for rc, n in resources.items() if n}
-        if resources:
-            result[rp_uuid] = resources
-    return result
 
 
 def _inventory_drift(want, have):
@@ -287,13 +276,10 @@ def audit(snapshot, client, fix=False, dry_run=False, authoritative=True):
 
 
 def host_part(snapshot, allocations, managed):
-    """Each consumer's allocations restricted to what the host owns of them:
-    the ``managed`` providers and those its instance asks for (the sync's
-    own rule, tracker.placement.consumers)."""
-    wanted = {i.uuid: set(normalize_allocations(i.allocations))
-              for i in snapshot.instances}
-    return {consumer: {rp: res for rp, res in normalize_allocations(record).items()
-                       if rp in managed or rp in wanted.get(consumer, ())}
+    """Each consumer's allocations restricted to what the host owns of them
+    (the sync's own rule, tracker.placement.allocations.host_part)."""
+    wanted = {i.uuid: normalize_allocations(i.allocations) for i in snapshot.instances}
+    return {consumer: alloc_mod.host_part(record, managed, wanted.get(consumer, {}))
             for consumer, record in (allocations or {}).items()}
 
 

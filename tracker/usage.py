@@ -1,7 +1,8 @@
 """A provider tree with its usage, as an operator reads it."""
 import textwrap
 
-from tracker.audit import normalize_allocations
+from tracker.placement.allocations import normalize as normalize_allocations
+from tracker.providers.provider import capacity
 
 
 def usage_by_provider(allocations):
@@ -38,10 +39,8 @@ def format_tree(providers, allocations):
                     initial_indent=pad + '  ', subsequent_indent=pad + '    '))
         used = usage.get(provider.uuid, {})
         for rc, inv in sorted(provider.inventories.items()):
-            capacity = int((inv['total'] - inv.get('reserved', 0))
-                           * inv.get('allocation_ratio', 1.0))
             lines.append('%s  %-20s %6d / %d used  (total %d, reserved %d, '
-                         'ratio %g)' % (pad, rc, used.get(rc, 0), capacity,
+                         'ratio %g)' % (pad, rc, used.get(rc, 0), capacity(inv),
                                         inv['total'], inv.get('reserved', 0),
                                         inv.get('allocation_ratio', 1.0)))
         for child in sorted(children.get(provider.uuid, []), key=lambda c: c.name):

@@ -14,10 +14,10 @@ from keystoneauth1 import token_endpoint
 import pytest
 
 from placement_server.direct import PlacementDirect
+from tracker.placement.client import ReportClient
 from tracker.providers.provider import Provider
 from tracker.providers.provider import inventory
 from tracker.providers.provider import stable_uuid
-from tracker.report_client import ReportClient
 
 ADMIN = 'admin'
 V = '1.39'

@@ -202,7 +202,7 @@ def test_associations_written_by_others_are_refreshed_on_the_interval(placement)
     marker = placement.count()
     client.sync(host())
     assert placement.since(marker) == []        # not due yet: nothing read
-    client._fetched[ROOT] -= client.refresh_interval   # the interval passes
+    client.known.read_at[ROOT] -= client.known.refresh_interval   # the interval passes
     result = client.sync(host())
     assert result.errors == [] and not result.changed
     # one listing, and a reread of the one provider whose generation moved

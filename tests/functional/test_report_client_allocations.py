@@ -56,6 +56,22 @@ def test_removing_allocated_inventory_is_reported_not_retried(placement):
     assert result.updated == {}
     assert [m for m, _ in placement.since(marker)] == ['PUT', 'GET']
 
+def test_kept_inventory_is_not_rewritten_for_a_difference_the_diff_ignores(placement):
+    """Whether the rest of an inventory changed is the diff's rule (ratios
+    as floats), also when allocated classes are kept."""
+    client = placement.client()
+    client.sync(host())
+    client.sync_allocations(ROOT, [Instance(VM1, project_id='p', user_id='u',
+                                            allocations={ROOT: {'VCPU': 2}})])
+    desired = host()
+    del desired[0].inventories['VCPU']
+    desired[0].inventories['MEMORY_MB']['allocation_ratio'] += 1e-12
+    marker = placement.count()
+    result = client.sync(desired)
+    assert [type(e) for e in result.errors] == [errors.InventoryInUse]
+    assert [m for m, _ in placement.since(marker)] == ['PUT', 'GET']   # try, usages
+
+
 def test_reshape_moves_vgpu_and_its_allocations_in_one_post(placement):
     client = placement.client()
     client.sync(host(vgpu_on_root=True))

@@ -13,7 +13,7 @@ from placement_server.direct import PlacementDirect
 from tests.functional.test_report_client_transport import adapter_onto
 from tracker import agent as agent_mod
 from tracker import conf as tracker_conf
-from tracker.report_client import ReportClient
+from tracker.placement.client import ReportClient
 
 HOST_YAML = """
 hostname: outage-1

@@ -21,8 +21,8 @@ from tests.functional.report_client_fixtures import host
 from tests.functional.report_client_fixtures import http_adapter
 from tracker import conf as tracker_conf
 from tracker.placement import errors
-from tracker.report_client import ReportClient
-from tracker.report_client import list_opts
+from tracker.placement.client import ReportClient
+from tracker.placement.client import list_opts
 
 
 def adapter_onto(app):

@@ -61,7 +61,7 @@ def _aggregates_file(conf, args, required):
 
 
 def _report_client(conf):
-    from tracker.report_client import ReportClient
+    from tracker.placement.client import ReportClient
     return ReportClient(conf=conf)
 
 

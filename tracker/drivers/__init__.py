@@ -2,6 +2,20 @@
 
 'host' (sysfs, procfs, psutil), 'libvirt' (libvirt-python) or 'fake' (a
 YAML file). Each returns a ``HostSnapshot`` from ``discover()``.
+
+A new kind of device passes through four rooms, in this order (HACKING.md,
+"A new device type on the agent"):
+
+1. ``facts``: the plain value both drivers fill (a field of ``HostFacts``
+   or ``PciDevice``; of ``InstanceFacts`` when instances consume it);
+2. ``host``: the plugin reading that sysfs/procfs source fills it (a new
+   source is a new plugin, listed in ``host.PATH_PLUGINS``);
+3. ``libvirt.parse``: the same fact from libvirt's XML (a node device, or
+   ``Domain`` for what an instance uses), fetched in ``libvirt``;
+4. ``layout``: the providers, inventories, traits and the instances'
+   claims, one rule for both drivers.
+
+The fake driver describes providers directly: it needs nothing.
 """
 from tracker.drivers.errors import DiscoveryError
 

@@ -1,5 +1,10 @@
-"""The report client's parts: transport, reads and writes, reshape, allocations.
+"""Everything that speaks HTTP to placement.
 
-``tracker.report_client.ReportClient`` is the one entry point; these modules
-each hold one idea so that it stays small.
+``client.ReportClient`` is the one entry point. It owns the wire
+(``http.Transport``) and what the agent knows of placement
+(``known.KnownPlacement``), and lends both to the modules that each hold
+one idea: ``sync`` (providers), ``consumers`` (allocations), ``watch`` (the
+steady-state check) and ``membership`` (aggregates by host name), which send
+their requests through ``resources`` and ``allocations`` and plan a reshape
+with ``reshape``.
 """

@@ -3,33 +3,53 @@
 Each instance's allocations are compared with the consumer's record as the
 client last knew it; only a difference is written, with the consumer
 generation. The host's part of a consumer is what it holds on the host's
-tree and on the sharing providers the host uses (ReportClient.
+tree and on the sharing providers the host uses (KnownPlacement.
 managed_providers); a part elsewhere (another host's, during a migration)
 is kept as it is. Consumers that hold resources in the tree but run no
 instance here are orphans: when the caller is authoritative the host's part
 is removed (the whole consumer is deleted if nothing else is left).
 """
+from collections.abc import Iterable
+import dataclasses
 import logging
 
 from tracker.placement import allocations as alloc_mod
 from tracker.placement import errors
+from tracker.placement import http as http_mod
+from tracker.placement.errors import PlacementError
+from tracker.placement.known import ConsumerRecord
+from tracker.placement.known import KnownPlacement
 
 LOG = logging.getLogger(__name__)
 
 
-class AllocationSync:
+@dataclasses.dataclass
+class AllocationResult:
+    """What one allocation sync did, by consumer uuid."""
+    created: list[str] = dataclasses.field(default_factory=list)
+    updated: list[str] = dataclasses.field(default_factory=list)
+    deleted: list[str] = dataclasses.field(default_factory=list)
+    kept: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (consumer, reason)
+    conflicts: int = 0
+    errors: list[PlacementError] = dataclasses.field(default_factory=list)
+    requests: int = 0
 
-    def __init__(self, state, root_uuid, result):
-        self.state = state
-        self.http = state.http
+
+class AllocationSync:
+    """Writes the instances' allocations over ``known.consumers[root_uuid]``."""
+
+    def __init__(self, http: http_mod.Transport, known: KnownPlacement, root_uuid: str,
+                 result: AllocationResult, conflict_retries: int) -> None:
+        self.http = http
+        self.known = known
         self.root_uuid = root_uuid
         self.result = result
-        self.cache = state._consumers[root_uuid]
-        self.tree = ({p.uuid for p in state.known.subtree(root_uuid)}
-                     if root_uuid in state.known else set())
-        self.managed = state.managed_providers(root_uuid)
+        self.conflict_retries = conflict_retries
+        self.cache = known.consumers[root_uuid]
+        self.tree = known.tree_uuids(root_uuid)
+        self.managed = known.managed_providers(root_uuid)
 
-    def run(self, instances, authoritative):
+    def run(self, instances: Iterable[alloc_mod.Instance], authoritative: bool) -> None:
         seen = set()
         for instance in instances:
             seen.add(instance.uuid)
@@ -41,17 +61,16 @@ class AllocationSync:
             if alloc_mod.on_tree(self.cache[consumer]['allocations'], self.tree):
                 self.reconcile(consumer, {}, None, None, orphan=True)
 
-    def reconcile(self, consumer, wanted, project_id, user_id, orphan=False):
+    def reconcile(self, consumer: str, wanted: alloc_mod.Allocations,
+                  project_id: str | None, user_id: str | None, orphan: bool = False) -> None:
         """Bring one consumer's allocations in the tree to ``wanted``."""
-        managed = self.managed | set(wanted)
-        for attempt in range(self.state.conflict_retries + 1):
+        for attempt in range(self.conflict_retries + 1):
             record = self.cache.get(consumer)
-            have = {rp: res for rp, res in (record or {}).get('allocations', {}).items()
-                    if rp in managed}
+            held = (record or {}).get('allocations', {})
+            have = alloc_mod.host_part(held, self.managed, wanted)
             if have == wanted:
                 return
-            others = {rp: res for rp, res in (record or {}).get('allocations', {}).items()
-                      if rp not in managed}
+            others = {rp: res for rp, res in held.items() if rp not in have}
             new = dict(others, **wanted)
             if record is None and not new:
                 return
@@ -83,7 +102,8 @@ class AllocationSync:
             'consumer %s kept changing behind the tracker' % consumer, 409,
             errors.CONCURRENT_UPDATE))
 
-    def record(self, consumer, record, new, project_id, user_id, orphan):
+    def record(self, consumer: str, record: ConsumerRecord | None, new: alloc_mod.Allocations,
+               project_id: str | None, user_id: str | None, orphan: bool) -> None:
         """Remember what placement holds now, and what that bumped."""
         if not new:
             self.cache.pop(consumer, None)
@@ -106,8 +126,9 @@ class AllocationSync:
         else:
             self.result.updated.append(consumer)
         # the allocation write bumped each provider it was written against
+        tree = self.known.tree
         for rp in new:
-            if rp in self.state.known:
-                found = self.state.known.get(rp)
+            if rp in tree:
+                found = tree.get(rp)
                 if found.generation is not None:
-                    self.state.known.update(rp, generation=found.generation + 1)
+                    tree.update(rp, generation=found.generation + 1)

@@ -3,6 +3,8 @@
 Every one carries the HTTP ``status`` and placement's error ``code`` (when
 the server sent one) so that callers branch on facts, not on message text.
 """
+from collections.abc import Iterable
+from typing import Any
 
 # placement's error codes (microversion 1.23+) the client acts on
 CONCURRENT_UPDATE = 'placement.concurrent_update'
@@ -15,7 +17,8 @@ CANNOT_DELETE_PARENT = 'placement.resource_provider.cannot_delete_parent'
 class PlacementError(Exception):
     """A request placement refused or could not answer."""
 
-    def __init__(self, message, status=None, code=None, provider=None):
+    def __init__(self, message: str, status: int | None = None, code: str | None = None,
+                 provider: str | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
@@ -49,7 +52,8 @@ class ConsumerConflict(PlacementError):
 class InventoryInUse(PlacementError):
     """Removing these resource classes would orphan allocations."""
 
-    def __init__(self, message, provider=None, resource_classes=(), **kw):
+    def __init__(self, message: str, provider: str | None = None,
+                 resource_classes: Iterable[str] = (), **kw: Any) -> None:
         super().__init__(message, provider=provider, **kw)
         self.resource_classes = set(resource_classes)
 

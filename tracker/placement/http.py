@@ -8,8 +8,10 @@ import dataclasses
 import logging
 import random
 import time
+from typing import Any
 import uuid
 
+from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import exceptions as ks_exc
 
 from tracker.placement import errors
@@ -35,12 +37,16 @@ RETRY_STATUS = (503,)
 WRITE_METHODS = ('PUT', 'POST', 'DELETE')
 
 
-def parse_version(text):
+# a microversion, (major, minor)
+Version = tuple[int, int]
+
+
+def parse_version(text: str) -> Version:
     major, minor = str(text).split('.')
     return int(major), int(minor)
 
 
-def version_text(version):
+def version_text(version: Version) -> str:
     return '%d.%d' % version
 
 
@@ -52,44 +58,45 @@ class Counters:
     conflicts: int = 0    # 409 concurrent_update seen
     retries: int = 0      # connection failures and 503s retried
 
-    def snapshot(self):
+    def snapshot(self) -> 'Counters':
         return dataclasses.replace(self)
 
 
 @dataclasses.dataclass
 class Response:
     status: int
-    body: object            # parsed JSON, or None
+    body: Any               # parsed JSON, or None
     code: str | None = None
     detail: str = ''
-    headers: dict = dataclasses.field(default_factory=dict)
+    headers: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
-    def ok(self):
+    def ok(self) -> bool:
         return 200 <= self.status < 300
 
 
-def new_request_id():
+def new_request_id() -> str:
     return 'req-%s' % uuid.uuid4()
 
 
 class Transport:
     """Speaks to placement through a keystoneauth1 Adapter."""
 
-    def __init__(self, adapter, *, want=None, attempts=4, retry_delay=0.5,
-                 max_retry_delay=8.0):
+    def __init__(self, adapter: ks_adapter.Adapter, *, want: str | None = None,
+                 attempts: int = 4, retry_delay: float = 0.5,
+                 max_retry_delay: float = 8.0) -> None:
         self.adapter = adapter
         self.want = min(WANT, parse_version(want)) if want else WANT
         self.attempts = max(1, attempts)
         self.retry_delay = retry_delay
         self.max_retry_delay = max_retry_delay
         self.global_request_id = new_request_id()
-        self.version = None        # negotiated, as a tuple
+        self.version: Version | None = None        # negotiated
         self.counters = Counters()
 
     # -- microversion --------------------------------------------------
 
-    def negotiate(self):
+    def negotiate(self) -> Version:
         """Learn the server's range once; settle on the newest both know."""
         if self.version is not None:
             return self.version
@@ -110,12 +117,12 @@ class Transport:
         self.version = version
         return version
 
-    def supports(self, feature):
+    def supports(self, feature: str) -> bool:
         return self.negotiate() >= FEATURES[feature]
 
     # -- requests ------------------------------------------------------
 
-    def request(self, method, url, body=None):
+    def request(self, method: str, url: str, body: Any = None) -> Response:
         """Send one request at the negotiated microversion."""
         version = version_text(self.negotiate())
         resp = self._send(method, url, body, version)
@@ -125,7 +132,7 @@ class Transport:
             self.counters.writes += 1
         return resp
 
-    def _send(self, method, url, body, version):
+    def _send(self, method: str, url: str, body: Any, version: str | None) -> Response:
         for attempt in range(1, self.attempts + 1):
             self.counters.requests += 1
             try:
@@ -157,7 +164,7 @@ class Transport:
                                           % (self.attempts, failure))
 
 
-def _response(raw):
+def _response(raw: Any) -> Response:
     body = None
     if raw.content:
         try:
@@ -173,7 +180,7 @@ def _response(raw):
     return Response(raw.status_code, body, code, detail or '', dict(raw.headers))
 
 
-def _code_from_detail(status, detail):
+def _code_from_detail(status: int, detail: str) -> str | None:
     # Before 1.23 errors carry no code: recognise the two the client acts on.
     text = detail.lower()
     if status == 409 and 'generation' in text:

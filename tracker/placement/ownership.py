@@ -16,11 +16,13 @@ import json
 import logging
 import os
 
+from tracker.placement.known import Owned
+
 LOG = logging.getLogger(__name__)
 PARTS = ('traits', 'aggregates')
 
 
-def path_for(state_path, host):
+def path_for(state_path: str | None, host: str) -> str | None:
     if not state_path:
         return None
     return os.path.join(state_path, 'ownership-%s.json' % host)
@@ -29,12 +31,13 @@ def path_for(state_path, host):
 class OwnershipFile:
     """``{provider uuid: {'traits': set, 'aggregates': set}}`` on disk."""
 
-    def __init__(self, path):
+    def __init__(self, path: str) -> None:
         self.path = path
-        self._saved = None        # what the file holds, as last read or written
+        # what the file holds, as last read or written
+        self._saved: dict[str, dict[str, list[str]]] | None = None
         self._warned = False
 
-    def load(self):
+    def load(self) -> Owned:
         """What the file holds; {} when there is none or it is unreadable."""
         try:
             with open(self.path) as f:
@@ -51,7 +54,7 @@ class OwnershipFile:
         self._saved = _plain(owned)
         return owned
 
-    def save(self, owned):
+    def save(self, owned: Owned) -> None:
         """Write ``owned`` if it changed since the last load or save."""
         plain = _plain(owned)
         if plain == self._saved:
@@ -72,6 +75,6 @@ class OwnershipFile:
         self._saved = plain
 
 
-def _plain(owned):
+def _plain(owned: Owned) -> dict[str, dict[str, list[str]]]:
     return {uuid: {part: sorted(parts.get(part, ())) for part in PARTS}
             for uuid, parts in owned.items()}

@@ -8,9 +8,14 @@ provider as it gains that class (a pinned guest's VCPU becoming PCPU when
 dedicated CPUs are configured). This module only plans; it never sends.
 """
 import dataclasses
+from typing import Any
 
 from tracker.placement import allocations as alloc_mod
 from tracker.placement import errors
+from tracker.placement.known import ConsumerRecord
+from tracker.providers import diff as diff_mod
+from tracker.providers import tree as tree_mod
+from tracker.providers.provider import capacity
 
 
 @dataclasses.dataclass
@@ -18,36 +23,35 @@ class Move:
     """Resource class ``rc`` leaves provider ``source`` for ``targets``."""
     source: str
     rc: str
-    targets: list     # provider uuids gaining the class, in tree order
+    targets: list[str]     # provider uuids gaining the class, in tree order
 
 
-def candidate_moves(tree_diff, desired):
+def candidate_moves(tree_diff: diff_mod.TreeDiff, desired: tree_mod.ProviderTree) -> list[Move]:
     """Classes some provider loses while another in the tree gains them.
 
     Only these can need a reshape; whether they do depends on usage, which
     the caller asks placement about (one request per losing provider).
     """
-    gained = {}
+    gained: dict[str, list[str]] = {}
     for provider in tree_diff.create:
         for rc in provider.inventories:
             gained.setdefault(rc, []).append(provider.uuid)
     for change in tree_diff.update:
         for rc, record in change.desired.inventories.items():
             before = change.known.inventories.get(rc)
-            if before is None or _capacity(record) > _capacity(before):
+            if before is None or capacity(record) > capacity(before):
                 gained.setdefault(rc, []).append(change.uuid)
     lost = [(c.uuid, rc) for c in tree_diff.update for rc in c.removed_resource_classes()]
     lost += [(p.uuid, rc) for p in tree_diff.delete for rc in p.inventories]
     order = {p.uuid: i for i, p in enumerate(desired.providers())}
-    return [Move(source, rc, sorted(gained[rc], key=order.get))
+    return [Move(source, rc, sorted(gained[rc], key=lambda uuid: order[uuid]))
             for source, rc in lost if rc in gained]
 
 
-def _capacity(record):
-    return int((record['total'] - record['reserved']) * record['allocation_ratio'])
-
-
-def plan(moves, desired, known, consumers, instances=None, retyped=None):
+def plan(moves: list[Move], desired: tree_mod.ProviderTree, known: tree_mod.ProviderTree,
+         consumers: dict[str, ConsumerRecord],
+         instances: list[alloc_mod.Instance] | None = None,
+         retyped: dict[str, set[str]] | None = None) -> dict[str, Any]:
     """The POST /reshaper body for ``moves`` and ``retyped``.
 
     ``consumers``: {consumer: full allocation record as GET /allocations
@@ -63,15 +67,15 @@ def plan(moves, desired, known, consumers, instances=None, retyped=None):
     targets = {uuid for m in moves for uuid in m.targets}
     # room on a target: all of a new inventory, only the growth of one that
     # was there (its own consumers keep what they hold)
-    free = {}
+    free: dict[tuple[str, str], int] = {}
     for move in moves:
         for uuid in move.targets:
-            room = _capacity(desired.get(uuid).inventories[move.rc])
+            room = capacity(desired.get(uuid).inventories[move.rc])
             old = known.find(uuid)
             if old is not None and move.rc in old.inventories:
-                room -= _capacity(old.inventories[move.rc])
+                room -= capacity(old.inventories[move.rc])
             free[(uuid, move.rc)] = room
-    allocations = {}
+    allocations: dict[str, dict[str, Any]] = {}
     for consumer, record in sorted(consumers.items()):
         new = {rp: dict(res) for rp, res in
                alloc_mod.normalize(record['allocations']).items()}
@@ -83,8 +87,9 @@ def plan(moves, desired, known, consumers, instances=None, retyped=None):
                 new.setdefault(rp, {})[move.rc] = new.get(rp, {}).get(move.rc, 0) + amounts
         for rp in retyped.get(consumer, ()):
             new[rp] = dict(wanted[consumer][rp])
-        entry = {key: record[key] for key in ('project_id', 'user_id', 'consumer_generation')
-                 if key in record}
+        entry: dict[str, Any] = {
+            key: record[key] for key in ('project_id', 'user_id', 'consumer_generation')
+            if key in record}
         if record.get('consumer_type'):
             entry['consumer_type'] = record['consumer_type']
         entry['allocations'] = {rp: {'resources': res} for rp, res in new.items() if res}
@@ -102,13 +107,15 @@ def plan(moves, desired, known, consumers, instances=None, retyped=None):
     return {'inventories': inventories, 'allocations': allocations}
 
 
-def _generation(known, desired, uuid):
+def _generation(known: tree_mod.ProviderTree, desired: tree_mod.ProviderTree,
+                uuid: str) -> int:
     found = known.find(uuid)
     generation = found.generation if found else desired.get(uuid).generation
     return 0 if generation is None else generation
 
 
-def _place(consumer, move, amount, wanted, free):
+def _place(consumer: str, move: Move, amount: int, wanted: dict[str, dict[str, Any]],
+           free: dict[tuple[str, str], int]) -> dict[str, int]:
     """{target: amount} for one consumer's share of a moved class."""
     seen = wanted.get(consumer, {})
     told = {rp: res[move.rc] for rp, res in seen.items()
@@ -117,7 +124,7 @@ def _place(consumer, move, amount, wanted, free):
         for rp, n in told.items():
             free[(rp, move.rc)] -= n
         return told
-    placed = {}
+    placed: dict[str, int] = {}
     for rp in move.targets:
         if amount == 0:
             break

@@ -4,29 +4,38 @@ Each function is one request (or a fixed handful) and returns placement's
 answer; deciding what to send and what to do about a 409 is the report
 client's job.
 """
+from collections.abc import Iterable
+from typing import Any
 from urllib import parse
 
 from tracker.placement import errors
+from tracker.placement import http as http_mod
 from tracker.providers import provider as provider_mod
 from tracker.providers import tree as tree_mod
+from tracker.providers.provider import Inventory
+from tracker.providers.provider import Provider
+
+# the trait of a provider sharing its resources with its aggregates' members
+SHARING = 'MISC_SHARES_VIA_AGGREGATE'
 
 
-def _path(uuid, part=''):
+def _path(uuid: str, part: str = '') -> str:
     return '/resource_providers/%s%s' % (uuid, '/' + part if part else '')
 
 
-def unexpected(resp, what, provider=None):
+def unexpected(resp: http_mod.Response, what: str,
+               provider: str | None = None) -> errors.PlacementError:
     return errors.PlacementError('%s: placement answered %d %s: %s'
                                  % (what, resp.status, resp.code or '', resp.detail),
                                  status=resp.status, code=resp.code, provider=provider)
 
 
-def read_inventories(body):
+def read_inventories(body: dict[str, Any]) -> dict[str, Inventory]:
     return {rc: provider_mod.inventory(**rec)
             for rc, rec in (body.get('inventories') or {}).items()}
 
 
-def list_providers(http, **query):
+def list_providers(http: http_mod.Transport, **query: str) -> list[dict[str, Any]]:
     resp = http.request('GET', '/resource_providers?' + parse.urlencode(query))
     if resp.status == 404:       # in_tree naming a provider that does not exist
         return []
@@ -35,7 +44,7 @@ def list_providers(http, **query):
     return resp.body['resource_providers']
 
 
-def fill(http, provider):
+def fill(http: http_mod.Transport, provider: Provider) -> Provider | None:
     """Read a provider's inventories, traits and aggregates into it."""
     for part in ('inventories', 'traits', 'aggregates'):
         resp = http.request('GET', _path(provider.uuid, part))
@@ -52,13 +61,13 @@ def fill(http, provider):
     return provider
 
 
-def from_listing(item):
+def from_listing(item: dict[str, Any]) -> Provider:
     return provider_mod.Provider(uuid=item['uuid'], name=item['name'],
                                  parent_uuid=item.get('parent_provider_uuid'),
                                  generation=item['generation'])
 
 
-def fetch_provider(http, uuid):
+def fetch_provider(http: http_mod.Transport, uuid: str) -> Provider | None:
     """The provider as placement has it now, or None."""
     resp = http.request('GET', _path(uuid))
     if resp.status == 404:
@@ -68,7 +77,8 @@ def fetch_provider(http, uuid):
     return fill(http, from_listing(resp.body))
 
 
-def fetch_tree(http, root_uuid, known=None):
+def fetch_tree(http: http_mod.Transport, root_uuid: str,
+               known: tree_mod.ProviderTree | None = None) -> tree_mod.ProviderTree:
     """Every provider of the tree rooted at ``root_uuid``, filled in.
 
     With ``known`` (a ProviderTree), a provider whose generation did not
@@ -99,7 +109,22 @@ def fetch_tree(http, root_uuid, known=None):
     return tree
 
 
-def create(http, provider):
+
+def generations(http: http_mod.Transport, root_uuid: str) -> dict[str, int]:
+    """{provider: generation} for the tree at ``root_uuid``: one GET."""
+    return {item['uuid']: item['generation']
+            for item in list_providers(http, in_tree=root_uuid)}
+
+
+def sharing_providers(http: http_mod.Transport, tree: tree_mod.ProviderTree) -> list[Provider]:
+    """Providers outside the tree sharing their resources with it."""
+    aggregates = sorted({a for p in tree.providers() for a in p.aggregates})
+    if not aggregates or not http.supports('required_traits'):
+        return []
+    listing = list_providers(http, member_of='in:' + ','.join(aggregates), required=SHARING)
+    return [from_listing(i) for i in listing if i['uuid'] not in tree.uuids()]
+
+def create(http: http_mod.Transport, provider: Provider) -> int:
     """POST the provider; returns its generation (new providers start at 0)."""
     body = {'uuid': provider.uuid, 'name': provider.name}
     if provider.parent_uuid:
@@ -113,27 +138,31 @@ def create(http, provider):
     raise unexpected(resp, 'creating provider %s' % provider.name, provider.uuid)
 
 
-def put_provider(http, provider):
+def put_provider(http: http_mod.Transport, provider: Provider) -> http_mod.Response:
     """Write name and parent."""
-    body = {'name': provider.name}
+    body: dict[str, str | None] = {'name': provider.name}
     if provider.parent_uuid or http.supports('reparent'):
         body['parent_provider_uuid'] = provider.parent_uuid
     return http.request('PUT', _path(provider.uuid), body)
 
 
-def put_inventories(http, uuid, generation, inventories):
+def put_inventories(http: http_mod.Transport, uuid: str, generation: int | None,
+                    inventories: dict[str, Inventory]) -> http_mod.Response:
     return http.request('PUT', _path(uuid, 'inventories'),
                         {'resource_provider_generation': generation,
                          'inventories': inventories})
 
 
-def put_traits(http, uuid, generation, traits):
+def put_traits(http: http_mod.Transport, uuid: str, generation: int | None,
+               traits: Iterable[str]) -> http_mod.Response:
     return http.request('PUT', _path(uuid, 'traits'),
                         {'resource_provider_generation': generation,
                          'traits': sorted(traits)})
 
 
-def put_aggregates(http, uuid, generation, aggregates):
+def put_aggregates(http: http_mod.Transport, uuid: str, generation: int | None,
+                   aggregates: Iterable[str]) -> http_mod.Response:
+    body: dict[str, Any] | list[str]
     if http.supports('aggregate_generation'):
         body = {'resource_provider_generation': generation,
                 'aggregates': sorted(aggregates)}
@@ -142,11 +171,11 @@ def put_aggregates(http, uuid, generation, aggregates):
     return http.request('PUT', _path(uuid, 'aggregates'), body)
 
 
-def delete(http, uuid):
+def delete(http: http_mod.Transport, uuid: str) -> http_mod.Response:
     return http.request('DELETE', _path(uuid))
 
 
-def usages(http, uuid):
+def usages(http: http_mod.Transport, uuid: str) -> dict[str, int]:
     resp = http.request('GET', _path(uuid, 'usages'))
     if resp.status == 404:
         return {}
@@ -155,7 +184,7 @@ def usages(http, uuid):
     return {rc: n for rc, n in resp.body['usages'].items() if n}
 
 
-def provider_allocations(http, uuid):
+def provider_allocations(http: http_mod.Transport, uuid: str) -> dict[str, dict[str, int]]:
     """{consumer: {rc: n}} held against one provider."""
     resp = http.request('GET', _path(uuid, 'allocations'))
     if resp.status == 404:
@@ -165,7 +194,8 @@ def provider_allocations(http, uuid):
     return {c: a['resources'] for c, a in resp.body['allocations'].items()}
 
 
-def ensure_custom_names(http, resource_classes, traits, known):
+def ensure_custom_names(http: http_mod.Transport, resource_classes: Iterable[str],
+                        traits: Iterable[str], known: set[tuple[str, str]]) -> None:
     """Create the CUSTOM_ classes and traits placement may not have yet.
 
     ``known`` remembers what was ensured, so steady state sends nothing.

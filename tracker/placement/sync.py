@@ -8,33 +8,40 @@ generation), then delete what the host no longer has (children first).
 A 409 concurrent_update refreshes only that provider and tries again, a
 bounded number of times.
 """
+from collections.abc import Iterable
 import dataclasses
 import logging
 
 from tracker.placement import allocations as alloc_mod
 from tracker.placement import errors
+from tracker.placement import http as http_mod
 from tracker.placement import reshape
 from tracker.placement import resources
+from tracker.placement.errors import PlacementError
+from tracker.placement.known import ConsumerRecord
+from tracker.placement.known import KnownPlacement
 from tracker.providers import diff as diff_mod
 from tracker.providers import provider as provider_mod
 from tracker.providers import tree as tree_mod
+from tracker.providers.provider import Provider
 
 LOG = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass
 class SyncResult:
-    created: list = dataclasses.field(default_factory=list)   # uuids
-    updated: dict = dataclasses.field(default_factory=dict)   # uuid -> [fields]
-    deleted: list = dataclasses.field(default_factory=list)   # uuids
-    kept: list = dataclasses.field(default_factory=list)      # (uuid, reason)
+    """What one provider sync did, by provider uuid."""
+    created: list[str] = dataclasses.field(default_factory=list)
+    updated: dict[str, list[str]] = dataclasses.field(default_factory=dict)  # uuid -> fields
+    deleted: list[str] = dataclasses.field(default_factory=list)
+    kept: list[tuple[str, str]] = dataclasses.field(default_factory=list)   # (uuid, reason)
     reshaped: bool = False
     conflicts: int = 0
-    errors: list = dataclasses.field(default_factory=list)    # PlacementErrors
+    errors: list[PlacementError] = dataclasses.field(default_factory=list)
     requests: int = 0
 
     @property
-    def changed(self):
+    def changed(self) -> bool:
         return bool(self.created or self.updated or self.deleted or self.reshaped)
 
 
@@ -43,61 +50,63 @@ class Restart(Exception):
 
 
 class ProviderSync:
-    """Writes ``desired`` over ``state.known`` for one call of sync()."""
+    """Writes ``desired`` over ``known.tree`` for one call of sync()."""
 
-    def __init__(self, state, desired, instances, result):
-        self.state = state            # the ReportClient: http, known, owned, ...
-        self.http = state.http
-        self.known = state.known
+    def __init__(self, http: http_mod.Transport, known: KnownPlacement,
+                 desired: tree_mod.ProviderTree, instances: list[alloc_mod.Instance] | None,
+                 result: SyncResult, conflict_retries: int) -> None:
+        self.http = http
+        self.known = known
+        self.tree = known.tree
         self.desired = desired
         self.instances = instances
         self.result = result
+        self.conflict_retries = conflict_retries
 
     # -- associations written by others ---------------------------------
 
-    def effective(self, provider):
+    def effective(self, provider: Provider) -> Provider:
         """The desired provider plus the traits/aggregates others wrote,
         and the allocation ratios placement keeps (nova's rule).
 
         What the tracker wrote before and no longer wants goes; what it
         never wrote (an operator's aggregate, a scheduler's trait) stays.
         """
-        known = self.known.find(provider.uuid)
+        known = self.tree.find(provider.uuid)
         provider = provider_mod.keep_placement_ratios(provider, known).copy()
         if known is not None:
-            owned = self.state.owned.get(provider.uuid, {})
+            owned = self.known.owned.get(provider.uuid, {})
             for part in ('traits', 'aggregates'):
                 foreign = getattr(known, part) - owned.get(part, set())
                 setattr(provider, part, getattr(provider, part) | foreign)
         return provider
 
-    def own(self, uuid, parts=('traits', 'aggregates')):
+    def own(self, uuid: str, parts: tuple[str, ...] = ('traits', 'aggregates')) -> None:
         """Remember that placement now holds the host's ``parts`` of ``uuid``."""
         desired = self.desired.get(uuid)
-        owned = self.state.owned.setdefault(uuid, {})
+        owned = self.known.owned.setdefault(uuid, {})
         for part in parts:
             owned[part] = set(getattr(desired, part))
 
-    def known_subset(self):
+    def known_subset(self) -> list[Provider]:
         """What the diff compares with: our trees, and any provider we want."""
-        uuids = self.desired.uuids() & self.known.uuids()
+        uuids = self.desired.uuids() & self.tree.uuids()
         for root in self.desired.roots():
-            if root.uuid in self.known:
-                uuids.update(p.uuid for p in self.known.subtree(root.uuid))
+            uuids.update(self.known.tree_uuids(root.uuid))
         subset = []
-        for provider in self.known.providers():      # parents first
+        for provider in self.tree.providers():      # parents first
             if provider.uuid in uuids:
                 if provider.parent_uuid not in uuids:   # its parent is not ours
                     provider = dataclasses.replace(provider, parent_uuid=None)
                 subset.append(provider)
         return subset
 
-    def effective_tree(self):
+    def effective_tree(self) -> tree_mod.ProviderTree:
         return tree_mod.ProviderTree([self.effective(p) for p in self.desired.providers()])
 
     # -- the steps -------------------------------------------------------
 
-    def run(self):
+    def run(self) -> None:
         wanted = self.effective_tree()
         plan = diff_mod.diff(wanted, self.known_subset())
         changing = {c.uuid for c in plan.update} | {p.uuid for p in plan.create}
@@ -110,7 +119,7 @@ class ProviderSync:
                 self.http,
                 {rc for p in wanted.providers() for rc in p.inventories},
                 {t for p in wanted.providers() for t in p.traits},
-                self.state.ensured)
+                self.known.ensured)
         except errors.PlacementUnreachable:
             raise
         except errors.PlacementError as e:   # the writes that need it fail and say so
@@ -134,7 +143,7 @@ class ProviderSync:
             self.write(change)
         self.delete(plan.delete)
 
-    def create(self, provider):
+    def create(self, provider: Provider) -> bool:
         try:
             generation = resources.create(self.http, provider)
         except errors.DuplicateProviderName as e:
@@ -144,10 +153,10 @@ class ProviderSync:
                 LOG.error('provider %s (%s) not created: %s', provider.name,
                           provider.uuid, e)
                 return False
-            if existing.parent_uuid not in self.known:
+            if existing.parent_uuid not in self.tree:
                 # it hangs in another tree: the parent write below moves it
                 existing = dataclasses.replace(existing, parent_uuid=None)
-            self.known.put(existing)      # ours already, from an earlier life
+            self.tree.put(existing)      # ours already, from an earlier life
             return True
         except errors.PlacementUnreachable:
             raise
@@ -156,22 +165,22 @@ class ProviderSync:
             return False
         bare = dataclasses.replace(provider, inventories={}, traits=set(),
                                    aggregates=set(), generation=generation)
-        self.known.put(bare)
+        self.tree.put(bare)
         self.result.created.append(provider.uuid)
         return True
 
-    def write(self, change):
+    def write(self, change: diff_mod.ProviderChange) -> None:
         """Write one provider's changed parts; refresh and retry on 409."""
         conflicts = 0
-        written = []
-        refused = set()
+        written: list[str] = []
+        refused: set[str] = set()
         while change.fields:
             field = change.fields[0]
             resp = self.send(field, change.desired, change.known)
             if resp.code == errors.CONCURRENT_UPDATE:
                 self.result.conflicts += 1
                 conflicts += 1
-                if conflicts > self.state.conflict_retries:
+                if conflicts > self.conflict_retries:
                     self.result.errors.append(errors.GenerationConflict(
                         'provider %s kept changing behind the tracker; gave up '
                         'after %d attempts' % (change.uuid, conflicts), 409,
@@ -179,18 +188,19 @@ class ProviderSync:
                     break
                 fresh = resources.fetch_provider(self.http, change.uuid)
                 if fresh is None:     # deleted behind our back: next sync recreates
-                    self.known.remove(change.uuid)
+                    self.tree.remove(change.uuid)
                     break
-                self.known.put(fresh)
+                self.tree.put(fresh)
                 desired = self.effective(self.desired.get(change.uuid))
                 change = diff_mod.ProviderChange(
                     desired, fresh, diff_mod.changed_fields(desired, fresh))
                 continue
             if resp.code == errors.INVENTORY_INUSE:
-                resp = self.keep_in_use(change)
-                if resp is None:      # nothing else changed in the inventory
+                retried = self.keep_in_use(change)
+                if retried is None:      # nothing else changed in the inventory
                     change = dataclasses.replace(change, fields=change.fields[1:])
                     continue
+                resp = retried
             # one PUT of the provider writes both its name and its parent
             same_put = ('name', 'parent') if field in ('name', 'parent') else (field,)
             if not resp.ok:
@@ -208,14 +218,14 @@ class ProviderSync:
                 self.own(change.uuid, (field,))
             written.append(field)
             change = diff_mod.ProviderChange(
-                change.desired, self.known.get(change.uuid),
+                change.desired, self.tree.get(change.uuid),
                 tuple(f for f in change.fields if f not in same_put))
         for part in {'traits', 'aggregates'} - set(change.fields) - refused:
             self.own(change.uuid, (part,))      # already as the host wants
         if written and change.uuid not in self.result.created:
             self.result.updated.setdefault(change.uuid, []).extend(written)
 
-    def send(self, field, desired, known):
+    def send(self, field: str, desired: Provider, known: Provider) -> http_mod.Response:
         if field in ('name', 'parent'):
             return resources.put_provider(self.http, desired)
         writer = {'inventories': resources.put_inventories,
@@ -223,20 +233,22 @@ class ProviderSync:
                   'aggregates': resources.put_aggregates}[field]
         return writer(self.http, desired.uuid, known.generation, getattr(desired, field))
 
-    def apply(self, change, field, resp):
+    def apply(self, change: diff_mod.ProviderChange, field: str,
+              resp: http_mod.Response) -> None:
         """Record a successful write in the known tree."""
         body = resp.body if isinstance(resp.body, dict) else {}
         generation = body.get('resource_provider_generation', body.get('generation'))
-        fields = {'generation': change.known.generation if generation is None else generation}
+        fields: dict[str, object] = {
+            'generation': change.known.generation if generation is None else generation}
         if field in ('name', 'parent'):
             fields.update(name=change.desired.name, parent_uuid=change.desired.parent_uuid)
         elif field == 'inventories' and 'inventories' in body:
             fields[field] = resources.read_inventories(body)
         else:
             fields[field] = getattr(change.desired, field)
-        self.known.update(change.uuid, **fields)
+        self.tree.update(change.uuid, **fields)
 
-    def keep_in_use(self, change):
+    def keep_in_use(self, change: diff_mod.ProviderChange) -> http_mod.Response | None:
         """Retry an inventory write keeping the classes that hold allocations."""
         used = resources.usages(self.http, change.uuid)
         removed = change.removed_resource_classes() & set(used)
@@ -252,28 +264,29 @@ class ProviderSync:
         self.result.kept.extend((change.uuid, 'inventory %s in use' % rc)
                                 for rc in sorted(removed))
         LOG.warning('%s', err)
-        if kept == change.known.inventories:
+        if not diff_mod.inventories_differ(
+                dataclasses.replace(change.desired, inventories=kept), change.known):
             return None
         return resources.put_inventories(self.http, change.uuid,
                                          change.known.generation, kept)
 
-    def delete(self, providers):
-        kept = set()
+    def delete(self, providers: Iterable[Provider]) -> None:
+        kept: set[str] = set()
         for provider in providers:            # children first
-            if any(c.uuid in kept for c in self.known.children(provider.uuid)):
+            if any(c.uuid in kept for c in self.tree.children(provider.uuid)):
                 kept.add(provider.uuid)
                 self.result.kept.append((provider.uuid, 'has children that are kept'))
                 continue
             resp = resources.delete(self.http, provider.uuid)
             if resp.ok or resp.status == 404:
-                self.known.remove(provider.uuid)
-                self.state.owned.pop(provider.uuid, None)
+                self.tree.remove(provider.uuid)
+                self.known.owned.pop(provider.uuid, None)
                 self.result.deleted.append(provider.uuid)
                 continue
             kept.add(provider.uuid)
             reason = {errors.PROVIDER_IN_USE: 'holds allocations',
                       errors.CANNOT_DELETE_PARENT: 'has children'}.get(
-                          resp.code, 'placement answered %d' % resp.status)
+                          resp.code or '', 'placement answered %d' % resp.status)
             self.result.kept.append((provider.uuid, reason))
             self.result.errors.append(errors.ProviderInUse(
                 'provider %s (%s) gone from the host but kept: %s'
@@ -283,9 +296,10 @@ class ProviderSync:
 
     # -- reshape ---------------------------------------------------------
 
-    def moves_needing_reshape(self, plan, wanted):
+    def moves_needing_reshape(self, plan: diff_mod.TreeDiff,
+                              wanted: tree_mod.ProviderTree) -> list[reshape.Move]:
         moves = reshape.candidate_moves(plan, wanted)
-        used = {}
+        used: dict[str, dict[str, int]] = {}
         for source in sorted({m.source for m in moves}):
             used[source] = resources.usages(self.http, source)
         moves = [m for m in moves if used[m.source].get(m.rc)]
@@ -296,13 +310,13 @@ class ProviderSync:
             return []
         return moves
 
-    def retypes_needing_reshape(self, plan):
+    def retypes_needing_reshape(self, plan: diff_mod.TreeDiff) -> dict[str, set[str]]:
         """{consumer: {provider}}: instances whose allocation on a provider
         changes class as that provider gains the class (pinned guests'
         VCPU becoming PCPU when [compute] cpu_dedicated_set appears).
         nova moves them in the same reshape as the inventory."""
         wanted = {i.uuid: i.allocations for i in self.instances or ()}
-        retyped = {}
+        retyped: dict[str, set[str]] = {}
         for change in plan.update:
             gained = set(change.desired.inventories) - set(change.known.inventories)
             if 'inventories' not in change.fields or not gained or not wanted:
@@ -319,9 +333,11 @@ class ProviderSync:
             return {}
         return retyped
 
-    def reshape(self, moves, wanted, retyped=None):
+    def reshape(self, moves: list[reshape.Move], wanted: tree_mod.ProviderTree,
+                retyped: dict[str, set[str]] | None = None) -> bool:
         retyped = retyped or {}
-        consumers = {c: alloc_mod.get_consumer(self.http, c) for c in sorted(retyped)}
+        consumers: dict[str, ConsumerRecord] = {
+            c: alloc_mod.get_consumer(self.http, c) for c in sorted(retyped)}
         for source in sorted({m.source for m in moves}):
             held = resources.provider_allocations(self.http, source)
             for consumer, amounts in held.items():
@@ -329,7 +345,7 @@ class ProviderSync:
                         and consumer not in consumers:
                     consumers[consumer] = alloc_mod.get_consumer(self.http, consumer)
         try:
-            body = reshape.plan(moves, wanted, self.known, consumers, self.instances,
+            body = reshape.plan(moves, wanted, self.tree, consumers, self.instances,
                                 retyped)
         except errors.InventoryInUse as e:     # the new providers are too small
             self.result.errors.append(e)
@@ -343,7 +359,8 @@ class ProviderSync:
             return False
         self.result.reshaped = True
         for uuid, entry in body['inventories'].items():
-            self.known.update(uuid, inventories=entry['inventories'])
-        self.state.refresh_generations(self.desired.roots())
-        self.state.forget_allocations()
+            self.tree.update(uuid, inventories=entry['inventories'])
+        for root in self.desired.roots():
+            self.known.learn_generations(resources.generations(self.http, root.uuid))
+        self.known.forget_allocations()
         return True

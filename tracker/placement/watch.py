@@ -22,49 +22,47 @@ PlacementUnreachable like any other, so the cycle fails and says so.
 import logging
 
 from tracker.placement import allocations as alloc_mod
+from tracker.placement import http as http_mod
 from tracker.placement import resources
+from tracker.placement.known import KnownPlacement
 
 LOG = logging.getLogger(__name__)
 
 
-def check(client, root_uuid, turn):
+def check(http: http_mod.Transport, known: KnownPlacement, root_uuid: str, turn: int) -> str:
     """Run the ``turn``-th check of the tree at ``root_uuid``; returns what
-    changed behind the tracker ('' when nothing), having dropped from the
-    client's cache what must be read again."""
-    if root_uuid not in client.known:
+    changed behind the tracker ('' when nothing), for the client to read
+    again."""
+    if root_uuid not in known.tree:
         return ''
-    if turn % 2 == 0 or root_uuid not in client._consumers:
-        return _generations(client, root_uuid)
-    return _root_usage(client, root_uuid)
+    if turn % 2 == 0 or root_uuid not in known.consumers:
+        return _generations(http, known, root_uuid)
+    return _root_usage(http, known, root_uuid)
 
 
-def _generations(client, root_uuid):
-    listing = resources.list_providers(client.http, in_tree=root_uuid)
-    held = {item['uuid']: item['generation'] for item in listing}
-    ours = {p.uuid: p.generation for p in client.known.subtree(root_uuid)}
+def _generations(http: http_mod.Transport, known: KnownPlacement, root_uuid: str) -> str:
+    held = resources.generations(http, root_uuid)
+    ours = {p.uuid: p.generation for p in known.tree.subtree(root_uuid)}
     if held == ours:
         return ''
     moved = sorted(u for u in held.keys() | ours.keys() if held.get(u) != ours.get(u))
-    client.reread(root_uuid)
     return 'provider generation moved: %s' % ', '.join(moved)
 
 
-def _root_usage(client, root_uuid):
-    resp = client.http.request('GET', '/resource_providers/%s/usages' % root_uuid)
+def _root_usage(http: http_mod.Transport, known: KnownPlacement, root_uuid: str) -> str:
+    resp = http.request('GET', '/resource_providers/%s/usages' % root_uuid)
     if resp.status == 404:
-        client.reread(root_uuid)
         return 'root provider %s is gone' % root_uuid
     if not resp.ok:
         raise resources.unexpected(resp, 'reading usages', root_uuid)
     held = {rc: n for rc, n in resp.body['usages'].items() if n}
-    expected = {}
-    for record in client._consumers[root_uuid].values():
+    expected: dict[str, int] = {}
+    for record in known.consumers[root_uuid].values():
         on_root = alloc_mod.normalize(record['allocations']).get(root_uuid, {})
         for rc, n in on_root.items():
             expected[rc] = expected.get(rc, 0) + n
     generation = resp.body.get('resource_provider_generation')
-    known = client.known.get(root_uuid).generation
-    if held == expected and (generation is None or generation == known):
+    ours = known.tree.get(root_uuid).generation
+    if held == expected and (generation is None or generation == ours):
         return ''
-    client.reread(root_uuid)
     return 'root usage %s, expected %s' % (held, expected)

@@ -70,6 +70,12 @@ def inventory_changes(desired: Provider, known: Provider) -> InventoryChanges:
     return changes
 
 
+def inventories_differ(desired: Provider, known: Provider) -> bool:
+    """Whether placement must be sent ``desired``'s inventories."""
+    return (set(desired.inventories) != set(known.inventories)
+            or bool(inventory_changes(desired, known)))
+
+
 def changed_fields(desired: Provider, known: Provider) -> tuple[str, ...]:
     """The FIELDS in which two providers with the same uuid differ."""
     fields = []
@@ -77,8 +83,7 @@ def changed_fields(desired: Provider, known: Provider) -> tuple[str, ...]:
         fields.append('name')
     if desired.parent_uuid != known.parent_uuid:
         fields.append('parent')
-    if (set(desired.inventories) != set(known.inventories)
-            or inventory_changes(desired, known)):
+    if inventories_differ(desired, known):
         fields.append('inventories')
     if set(desired.traits) != set(known.traits):
         fields.append('traits')

@@ -34,9 +34,12 @@ def stable_uuid(*parts: object) -> str:
 
 
 def capacity(record: Inventory) -> int:
-    """What placement lets allocations take from one inventory record."""
-    return int((record['total'] - record['reserved'])
-               * record['allocation_ratio'])
+    """What placement lets allocations take from one inventory record
+    (a field it lacks at placement's default): the one capacity rule of
+    the agent (layout, reshape, the usage listing)."""
+    def field(name: str) -> Any:
+        return record.get(name, INVENTORY_DEFAULTS[name])
+    return int((field('total') - field('reserved')) * field('allocation_ratio'))
 
 
 def inventory(total: int, reserved: int = 0, min_unit: int = 1, max_unit: int | None = None,

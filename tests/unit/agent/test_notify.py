@@ -7,10 +7,10 @@ import oslo_messaging
 from tracker import notify
 from tracker.drivers.base import HostSnapshot
 from tracker.drivers.base import Instance
+from tracker.placement.client import AllocationResult
 from tracker.placement.sync import SyncResult
 from tracker.providers.provider import Provider
 from tracker.providers.provider import inventory
-from tracker.report_client import AllocationResult
 
 ROOT = '11111111-1111-4111-8111-111111111111'
 GPU = '22222222-2222-4222-8222-222222222222'

@@ -1,0 +1,353 @@
+"""The report client: the agent's one entry point to placement.
+
+``ReportClient`` keeps what it believes placement holds for this host (a
+KnownPlacement: the providers, the consumers' allocations) and writes only
+the difference, so that a host that did not change costs no HTTP at all. What
+others write (traits, aggregates, sharing providers, generations) is learnt
+on a 409 and refreshed every ``[placement] association_refresh_interval``.
+
+Placement is found in the service catalog (service type ``placement``)
+through the standard keystoneauth options of the ``[placement]`` group, or
+an Adapter is handed in (PlacementDirect, tests). Reshapes need the
+``service`` role (placement's default policy for POST /reshaper).
+
+Who owns what: inventories, names and parents of the host's providers are
+the host's, written as discovered. Traits and aggregates are shared: the
+client removes only those it wrote itself and the host no longer reports;
+anything another writer added stays. What it wrote is kept in a state file
+across restarts (tracker.placement.ownership).
+"""
+import copy
+import logging
+import threading
+from typing import Any
+
+from keystoneauth1 import adapter as ks_adapter
+from keystoneauth1 import exceptions as ks_exc
+from keystoneauth1 import loading as ks_loading
+from oslo_config import cfg
+
+from tracker.placement import allocations as alloc_mod
+from tracker.placement import consumers as consumers_mod
+from tracker.placement import errors
+from tracker.placement import http as http_mod
+from tracker.placement import known as known_mod
+from tracker.placement import membership
+from tracker.placement import ownership
+from tracker.placement import resources
+from tracker.placement import sync as sync_mod
+from tracker.placement import watch
+from tracker.placement.allocations import Instance
+from tracker.placement.consumers import AllocationResult
+from tracker.placement.errors import GenerationConflict
+from tracker.placement.errors import PlacementConfigError
+from tracker.placement.errors import PlacementError
+from tracker.placement.errors import PlacementUnreachable
+from tracker.placement.sync import SyncResult
+from tracker.providers import tree as tree_mod
+from tracker.providers.provider import Provider
+
+LOG = logging.getLogger(__name__)
+GROUP = 'placement'
+
+client_opts = [
+    cfg.IntOpt('association_refresh_interval', default=300, min=0,
+               help='Seconds between rereads of what placement holds for this '
+                    'host (traits, aggregates and sharing providers written by '
+                    'others, allocations). 0: only on start and after conflicts.'),
+    cfg.IntOpt('generation_conflict_retries', default=3, min=0,
+               help='How many times one write is retried after another writer '
+                    'changed the provider (409 concurrent_update).'),
+]
+
+
+def _optional(opts: list[cfg.Opt]) -> list[cfg.Opt]:
+    # Plugins mark some options required (the password plugin's auth_url);
+    # registered as such, every tool reading tracker.conf would fail to load
+    # without placement credentials. The plugin checks them itself on load.
+    copies = []
+    for opt in opts:
+        opt = copy.copy(opt)
+        opt.required = False
+        copies.append(opt)
+    return copies
+
+
+# nova's defaults for its [placement] adapter: the same nova.conf finds
+# placement at the same endpoint for both.
+NOVA_ADAPTER_DEFAULTS: dict[str, Any] = {'service_type': 'placement',
+                         'valid_interfaces': ['internal', 'public']}
+
+
+def _nova_defaults(opts: list[cfg.Opt]) -> list[cfg.Opt]:
+    copies = []
+    for opt in opts:
+        if opt.dest in NOVA_ADAPTER_DEFAULTS:
+            opt = copy.copy(opt)
+            opt.default = NOVA_ADAPTER_DEFAULTS[opt.dest]
+        copies.append(opt)
+    return copies
+
+
+def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
+    """[placement]: keystoneauth session, auth, adapter options and ours."""
+    opts = (ks_loading.get_session_conf_options()
+            + ks_loading.get_auth_common_conf_options()
+            + _optional(ks_loading.get_auth_plugin_conf_options('password'))
+            + _nova_defaults(ks_loading.get_adapter_conf_options(include_deprecated=False))
+            + client_opts)
+    unique: dict[str, cfg.Opt] = {}
+    for opt in opts:
+        unique.setdefault(opt.dest, opt)
+    return [(GROUP, list(unique.values()))]
+
+
+def _auth_from_conf(conf: cfg.ConfigOpts) -> Any:
+    group = conf[GROUP]
+    if not group.auth_type:
+        return None
+    loader: Any = ks_loading.get_plugin_loader(group.auth_type)
+    conf.register_opts(_optional(ks_loading.get_auth_plugin_conf_options(loader)),
+                       group=GROUP)
+    return loader.load_from_options(**{o.dest: group[o.dest]
+                                        for o in loader.get_options()})
+
+
+# keystoneauth's admin_token plugin only makes sense against a development
+# server (noauth2), which takes the caller's roles from this header. The
+# agent is a service: without the role placement's default policy refuses
+# its reshapes. Behind keystone the header is never sent (keystonemiddleware
+# would drop it anyway).
+DEVELOPMENT_ROLES = {'X-Roles': 'admin,service'}
+
+
+def adapter_from_conf(conf: cfg.ConfigOpts) -> ks_adapter.Adapter:
+    """A keystoneauth1 Adapter for placement, from the [placement] group."""
+    auth = _auth_from_conf(conf)
+    session = ks_loading.load_session_from_conf_options(conf, GROUP, auth=auth)
+    headers = DEVELOPMENT_ROLES if conf[GROUP].auth_type == 'admin_token' else None
+    return ks_loading.load_adapter_from_conf_options(
+        conf, GROUP, session=session, auth=auth, additional_headers=headers,
+        service_type=conf[GROUP].service_type or 'placement')
+
+
+class ReportClient:
+
+    def __init__(self, conf: cfg.ConfigOpts | None = None,
+                 adapter: ks_adapter.Adapter | None = None, *,
+                 microversion: str | None = None, state_file: str | None = None) -> None:
+        """``state_file``: where what the tracker owns is kept across
+        restarts (see tracker.placement.ownership); None: in memory."""
+        group: Any = conf[GROUP] if conf is not None else None
+        if adapter is None:
+            if conf is None:
+                raise ValueError('ReportClient needs a conf or an adapter')
+            if not group.auth_type:
+                # Without a plugin keystoneauth fails at the first request,
+                # which would read as an outage of placement.
+                from tracker import conf as tracker_conf
+                raise errors.PlacementConfigError(
+                    'configuration: [placement] auth_type is not set, so there '
+                    'are no credentials for placement (%s)' % tracker_conf.sources(conf))
+            try:
+                adapter = adapter_from_conf(conf)
+            except (ks_exc.ClientException, TypeError) as e:
+                from tracker import conf as tracker_conf
+                raise PlacementConfigError(
+                    'configuration: [placement] options do not describe a way to '
+                    'reach placement: %s (%s)' % (e, tracker_conf.sources(conf))) from e
+        retries = group.connect_retries if group is not None else None
+        delay = group.connect_retry_delay if group is not None else None
+        self.http = http_mod.Transport(
+            adapter, want=microversion,
+            attempts=1 + (3 if retries is None else retries),
+            retry_delay=0.5 if delay is None else delay)
+        self.conflict_retries: int = group.generation_conflict_retries if group else 3
+        self._ownership = ownership.OwnershipFile(state_file) if state_file else None
+        self.known = known_mod.KnownPlacement(
+            refresh_interval=group.association_refresh_interval if group else 300,
+            owned=self._ownership.load() if self._ownership else {})
+        self._checks = 0       # steady checks made (they take turns)
+        self._lock = threading.RLock()
+
+    # -- counters the agent reports ----------------------------------------
+
+    @property
+    def counters(self) -> http_mod.Counters:
+        return self.http.counters
+
+    @property
+    def writes(self) -> int:
+        return self.http.counters.writes
+
+    @property
+    def microversion(self) -> str:
+        return http_mod.version_text(self.http.negotiate())
+
+    def new_request_id(self) -> str:
+        """Start a new global request id (one per agent cycle)."""
+        self.http.global_request_id = http_mod.new_request_id()
+        return self.http.global_request_id
+
+    # -- providers ----------------------------------------------------------
+
+    def sync(self, desired: tree_mod.ProviderTree | list[Provider],
+             instances: list[Instance] | None = None) -> SyncResult:
+        """Make placement hold ``desired``; returns a SyncResult.
+
+        ``instances`` (optional) tells a reshape where each instance's moved
+        resources are now.
+        """
+        with self._lock:
+            desired = tree_mod.as_tree(desired).snapshot()
+            before = self.http.counters.snapshot()
+            result = SyncResult()
+            roots = desired.roots()
+            try:
+                for root in roots:
+                    if self.known.tree_stale(root.uuid):
+                        self._read_tree(root.uuid, reuse=True)
+                for attempt in range(self.conflict_retries + 1):
+                    try:
+                        sync_mod.ProviderSync(self.http, self.known, desired, instances,
+                                              result, self.conflict_retries).run()
+                        break
+                    except sync_mod.Restart:
+                        for root in roots:
+                            self._read_tree(root.uuid)
+                else:
+                    result.errors.append(GenerationConflict(
+                        'the tree kept changing during the reshape'))
+            except PlacementUnreachable:
+                for root in roots:     # start from placement's word next time
+                    self.known.mark_tree_stale(root.uuid)
+                raise
+            finally:
+                if self._ownership is not None:
+                    self._ownership.save(self.known.owned)
+            result.requests = self.http.counters.requests - before.requests
+            return result
+
+    def check(self, root_uuid: str) -> str:
+        """One cheap GET, for a cycle that would otherwise send none:
+        placement still answers and holds what we think
+        (tracker.placement.watch); what differs is read again now.
+        Returns what changed ('' when nothing). Raises PlacementUnreachable."""
+        with self._lock:
+            if self.known.tree_stale(root_uuid):
+                return ''        # the sync reads the whole tree anyway
+            changed = watch.check(self.http, self.known, root_uuid, self._checks)
+            self._checks += 1
+            if changed:
+                self.reread(root_uuid)
+                LOG.info('placement changed behind the tracker (%s); rereading '
+                         'the tree and its allocations', changed)
+            return changed
+
+    def reread(self, root_uuid: str) -> None:
+        """Forget what we know of the tree's providers and allocations: the
+        next read of each asks placement again."""
+        self._read_tree(root_uuid, reuse=True)
+        self.known.mark_consumers_stale(root_uuid)
+
+    def fetch_tree(self, root_uuid: str) -> tree_mod.ProviderTree:
+        """What placement holds now for the tree at ``root_uuid``."""
+        with self._lock:
+            return self._read_tree(root_uuid).snapshot()
+
+    def sharing_providers(self, root_uuid: str) -> list[Provider]:
+        with self._lock:
+            return list(self.known.sharing.get(root_uuid, []))
+
+    def managed_providers(self, root_uuid: str) -> set[str]:
+        """See KnownPlacement.managed_providers."""
+        with self._lock:
+            return self.known.managed_providers(root_uuid)
+
+    def _read_tree(self, root_uuid: str, reuse: bool = False) -> tree_mod.ProviderTree:
+        """Reread the tree; ``reuse``: only providers whose generation moved."""
+        tree = resources.fetch_tree(self.http, root_uuid,
+                                    self.known.tree if reuse else None)
+        self.known.learn_tree(root_uuid, tree)
+        self.known.learn_sharing(root_uuid, resources.sharing_providers(self.http, tree))
+        return tree
+
+    # -- allocations ----------------------------------------------------------
+
+    def forget_allocations(self) -> None:
+        self.known.forget_allocations()
+
+    def get_allocations_for_tree(self, root_uuid: str) -> dict[str, known_mod.ConsumerRecord]:
+        """{consumer: record} for every consumer holding resources in the tree."""
+        with self._lock:
+            if self.known.tree_stale(root_uuid):
+                self._read_tree(root_uuid, reuse=True)
+            consumers = alloc_mod.for_tree(self.http, self.known.tree_uuids(root_uuid))
+            self.known.learn_consumers(root_uuid, consumers)
+            return {c: dict(r, allocations={rp: {'resources': dict(res)}
+                                            for rp, res in r['allocations'].items()})
+                    for c, r in consumers.items()}
+
+    def sync_allocations(self, root_uuid: str, instances: list[Instance], *,
+                         authoritative: bool = True) -> AllocationResult:
+        """Make the tree's allocations those of ``instances``."""
+        with self._lock:
+            before = self.http.counters.snapshot()
+            if self.known.consumers_stale(root_uuid):
+                self.get_allocations_for_tree(root_uuid)
+            result = AllocationResult()
+            consumers_mod.AllocationSync(self.http, self.known, root_uuid, result,
+                                         self.conflict_retries).run(instances, authoritative)
+            result.requests = self.http.counters.requests - before.requests
+            return result
+
+    def put_allocations(self, consumer_uuid: str, allocations: alloc_mod.Allocations,
+                        project_id: str | None, user_id: str | None,
+                        consumer_generation: int | None = None,
+                        consumer_type: str | None = None) -> bool:
+        """PUT one consumer's allocations; raises on conflict or refusal."""
+        with self._lock:
+            resp = alloc_mod.put(self.http, consumer_uuid, allocations, project_id,
+                                 user_id, consumer_generation, consumer_type)
+            alloc_mod.raise_for(resp, consumer_uuid)
+            self.known.forget_allocations()
+            return True
+
+    def delete_allocations(self, consumer_uuid: str) -> bool:
+        """Delete every allocation of the consumer; False if it had none."""
+        with self._lock:
+            resp = alloc_mod.delete(self.http, consumer_uuid)
+            alloc_mod.raise_for(resp, consumer_uuid)
+            self.known.forget_allocations()
+            return resp.ok
+
+    # -- aggregates by host name ------------------------------------------------
+
+    def aggregate_add_host(self, aggregate_uuid: str, host_name: str) -> bool:
+        return self._aggregate_host(aggregate_uuid, host_name, add=True)
+
+    def aggregate_remove_host(self, aggregate_uuid: str, host_name: str) -> bool:
+        return self._aggregate_host(aggregate_uuid, host_name, add=False)
+
+    def _aggregate_host(self, aggregate_uuid: str, host_name: str, add: bool) -> bool:
+        """Returns True when placement holds the wanted membership."""
+        try:
+            self.aggregate_membership(aggregate_uuid, host_name, add)
+            return True
+        except PlacementError as e:
+            LOG.warning('aggregate %s %s host %s not written (a later sync '
+                        'reconciles): %s', aggregate_uuid,
+                        'add' if add else 'remove', host_name, e)
+            return False
+
+    def aggregate_membership(self, aggregate_uuid: str, host_name: str, member: bool) -> str:
+        """'added', 'removed' or 'unchanged'; raises UnknownHost or
+        PlacementError (tracker.placement.membership)."""
+        with self._lock:
+            return membership.set_member(self.http, self.known, aggregate_uuid, host_name,
+                                         member, self.conflict_retries)
+
+    def aggregate_hosts(self, aggregate_uuid: str) -> list[str]:
+        """Names of the hosts (compute node providers) in the aggregate."""
+        with self._lock:
+            return membership.hosts_in(self.http, aggregate_uuid)
