@@ -1,10 +1,10 @@
 """GET /allocation_candidates: the SQL side.
 
 Every query returns only providers that can take part in an answer:
-capacity ((total - reserved) * allocation_ratio - used), min_unit, max_unit
-and step_size are checked in SQL, with usage summed per provider and class
-in a derived table joined once, and trait and aggregate filters are
-semi-joins. Python only combines what comes back.
+capacity and unit limits (``provider_filters.capacity_for``, the rule lists
+use too) are checked in SQL, with usage summed per provider and class in a
+derived table joined once, and trait and aggregate filters are semi-joins.
+Python only combines what comes back.
 """
 import dataclasses
 import functools
@@ -13,59 +13,40 @@ import os_traits
 import sqlalchemy as sa
 
 from placement_server import errors
+from placement_server.candidates.sql import ALLOC
+from placement_server.candidates.sql import INV
+from placement_server.candidates.sql import RP
+from placement_server.candidates.sql import RPA
+from placement_server.candidates.sql import RPT
+from placement_server.candidates.sql import ByIds
+from placement_server.candidates.sql import among
+from placement_server.candidates.sql import chunks
+from placement_server.candidates.sql import fetch_all
+from placement_server.candidates.sql import uncached
+from placement_server.db import provider_filters
 from placement_server.db import tables
 
-RP = tables.resource_providers
-INV = tables.inventories
-ALLOC = tables.allocations
-RPT = tables.resource_provider_traits
-RPA = tables.resource_provider_aggregates
-
-# Ids per IN list, to keep statements a sensible size.
-CHUNK = 5000
+# {(provider, class): (capacity, used, max_unit)}: what the sum of several
+# groups' amounts on one provider is checked against (combine.merge).
+Capacity = dict[tuple[int, int], tuple[int, int, int]]
 
 
-def chunks(ids):
-    ids = sorted(ids)
-    for i in range(0, len(ids), CHUNK):
-        yield ids[i:i + CHUNK]
+@dataclasses.dataclass
+class GroupQuery:
+    """A request group with names resolved to ids."""
+    suffix: str
+    granular: bool
+    resources: dict[int, int]           # {class: amount}
+    required: list[frozenset[int]]      # any-of trait sets
+    forbidden: set[int]                 # traits
+    member_of: list[set[int]]           # any-of aggregate sets
+    forbidden_aggs: set[int]
+    tree_root: int | None = None
 
 
-def among(column, ids):
-    """``column IN (ids)`` with the integer ids written into the SQL.
-
-    Bound parameters cost SQLAlchemy real time per element (thousands per
-    request here); ids are integers we read from the database, formatted
-    with %d, so inlining them is safe.
-    """
-    if not ids:
-        return sa.false()
-    return column.op('IN')(sa.literal_column('(%s)' % ','.join(map(str, map(int, ids)))))
-
-
-def uncached(conn):
-    """``conn`` for statements with ids written in (see ``among``)."""
-    return conn.execution_options(compiled_cache=None)
-
-
-def fetch_all(conn, stmt, cached=True):
-    """The rows of ``stmt`` as plain tuples, read from the DBAPI cursor.
-
-    For the large reads of a request (tens of thousands of rows at 10000
-    providers) SQLAlchemy's result rows cost four times the database work;
-    the statement still goes through SQLAlchemy (compiled-statement cache,
-    parameters), only the fetching skips its row layer. Statements with
-    ids written in (``among``) are never the same twice: ``cached=False``
-    keeps them out of the compiled-statement cache, which would otherwise
-    hold hundreds of them per worker.
-    """
-    if not cached:
-        conn = uncached(conn)
-    result = conn.execute(stmt)
-    try:
-        return result.cursor.fetchall()
-    finally:
-        result.close()
+def whole(total: int, reserved: int, ratio: float) -> int:
+    """An inventory's capacity as shown and summed: rounded down."""
+    return int((total - reserved) * ratio)
 
 
 def _has_any_trait(rp_col, trait_ids):
@@ -198,7 +179,8 @@ def _with_room(resources):
     """
     usage = _usage(resources)
     used = sa.func.coalesce(usage.c.used, 0)
-    fits = sa.or_(*[sa.and_(INV.c.resource_class_id == rc, *_fits(INV, used, amount))
+    fits = sa.or_(*[sa.and_(INV.c.resource_class_id == rc,
+                            provider_filters.capacity_for(amount, used))
                     for rc, amount in sorted(resources.items())])
     return (sa.select(INV.c.resource_provider_id)
             .select_from(INV.outerjoin(usage, sa.and_(
@@ -285,22 +267,8 @@ def capacities(conn, rp_ids, rc_ids):
                     usage.c.rc == INV.c.resource_class_id)))
                 .where(among(INV.c.resource_provider_id, chunk),
                        INV.c.resource_class_id.in_(sorted(rc_ids))))):
-            found[rp, rc] = (int((total - reserved) * ratio), int(used), max_unit)
+            found[rp, rc] = (whole(total, reserved, ratio), int(used), max_unit)
     return found
-
-
-def _fits(inv, used, amount):
-    # Written for the planner's estimates, which choose how the joins after
-    # this filter run: it guesses that an equality of expressions keeps
-    # 0.5% of rows and a comparison of expressions a third, so that on a
-    # cloud with room it plans for a handful of providers and joins
-    # thousands by index lookups. "step_size = 1 OR ..." is estimated from
-    # the column's statistics (nearly every step is 1), and "NOT (used
-    # exceeds capacity)" as two thirds.
-    return [sa.not_(used + amount > (inv.c.total - inv.c.reserved) * inv.c.allocation_ratio),
-            inv.c.min_unit <= amount,
-            inv.c.max_unit >= amount,
-            sa.or_(inv.c.step_size == 1, sa.literal(amount) % inv.c.step_size == 0)]
 
 
 @functools.lru_cache(maxsize=256)
@@ -332,7 +300,7 @@ def _per_class_statements(key):
             .join(INV, sa.and_(INV.c.resource_provider_id == RP.c.id,
                                INV.c.resource_class_id == rc_id))
             .outerjoin(usage, usage.c.rp == RP.c.id)
-            .where(*base, *_fits(INV, used, amount)))))
+            .where(*base, provider_filters.capacity_for(amount, used)))))
     return tuple(statements)
 
 
@@ -356,7 +324,7 @@ def providers_per_class(conn, query):
             found.append(rp)
             roots[rp] = row[1]
             total, reserved, ratio, max_unit, used_now = row[2:7]
-            capacity[rp, rc_id] = (int((total - reserved) * ratio), int(used_now), max_unit)
+            capacity[rp, rc_id] = (whole(total, reserved, ratio), int(used_now), max_unit)
             meets[rp] = {k for k, ok in enumerate(row[7:]) if ok}
         if not found:
             break
@@ -395,47 +363,6 @@ def resourceless_providers(conn, query):
     if query.tree_root is not None:
         conds.append(RP.c.root_provider_id == query.tree_root)
     return dict(conn.execute(sa.select(RP.c.id, RP.c.root_provider_id).where(*conds)).all())
-
-
-class ByIds:
-    """A statement over one list of provider ids, compiled once per dialect.
-
-    ``build(holds)`` makes the statement, with ``holds(column)`` wherever it
-    filters a provider column by the ids. The ids (integers read from the
-    database) are written into the SQL text when it runs: compiling a
-    statement per id list, or binding thousands of parameters, costs more
-    than the query.
-    """
-    _MARK = '__provider_ids__'
-    # PostgreSQL estimates each element of an IN list on its own when it
-    # plans (2 ms per 1000 ids); the elements of one array, unnested, it
-    # counts and hashes.
-    _LIST = {'postgresql': "SELECT unnest('{%s}'::integer[])"}
-
-    def __init__(self, build):
-        self._build = build
-        self._sql = {}
-
-    def rows(self, conn, ids):
-        sql = self._sql.get(conn.dialect.name)
-        if sql is None:
-            stmt = self._build(
-                lambda column: column.op('IN')(sa.literal_column('(%s)' % self._MARK)))
-            sql = str(stmt.compile(dialect=conn.dialect,
-                                   compile_kwargs={'literal_binds': True}))
-            # Run without parameters, so no driver reads '%' as one.
-            assert '%' not in sql, sql
-            self._sql[conn.dialect.name] = sql
-        id_list = self._LIST.get(conn.dialect.name, '%s')
-        rows = []
-        for chunk in chunks(ids):
-            result = conn.exec_driver_sql(
-                sql.replace(self._MARK, id_list % ','.join(map(str, chunk))))
-            try:
-                rows += result.cursor.fetchall()
-            finally:
-                result.close()
-        return rows
 
 
 def _provider_rows(holds):

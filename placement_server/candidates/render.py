@@ -44,7 +44,7 @@ def _provider_summaries(result, request, uuid):
     # dicts (the JSON encoder writes each out anyway).
     shared = {}
     # Providers with the same figures mostly share one resources object
-    # (candidates_summaries interns them): each is shown once, by identity
+    # (summaries interns them): each is shown once, by identity
     # (every one stays alive in result.summaries while this runs).
     shown_as = {}
     summaries = {}

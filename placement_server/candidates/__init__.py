@@ -1,8 +1,8 @@
 """GET /allocation_candidates: from a parsed request to candidates and summaries.
 
 ``find`` runs inside one reader connection: it resolves names, asks
-``candidates_search`` for the providers that can satisfy each request
-group, lets ``candidates_combine`` build the candidates, bounds them by
+``search`` for the providers that can satisfy each request group, lets
+``combine`` build the candidates, bounds them by
 limit, and gathers provider summaries only for the trees the returned
 candidates touch.
 """
@@ -11,22 +11,9 @@ import dataclasses
 import gc
 import random
 
-from placement_server.db import candidates_combine as combine
-from placement_server.db import candidates_search as search
-from placement_server.db import candidates_summaries as summaries
-
-
-@dataclasses.dataclass
-class GroupQuery:
-    """A request group with names resolved to ids."""
-    suffix: str
-    granular: bool
-    resources: dict
-    required: list
-    forbidden: set
-    member_of: list
-    forbidden_aggs: set
-    tree_root: int = None
+from placement_server.candidates import combine
+from placement_server.candidates import search
+from placement_server.candidates import summaries
 
 
 @dataclasses.dataclass
@@ -74,7 +61,7 @@ def _group_query(conn, group, rc_ids, trait_ids, agg_ids):
         tree_root = search.root_of_uuid(conn, group.in_tree)
         if tree_root is None:
             raise _NoMatch()
-    return GroupQuery(
+    return search.GroupQuery(
         suffix=group.suffix, granular=group.granular,
         resources={rc_ids[n]: a for n, a in group.resources.items()},
         required=[frozenset(trait_ids[t] for t in any_of) for any_of in group.required],
@@ -186,7 +173,7 @@ MAX_AMOUNT = 2147483647
 
 
 def find(conn, request, randomize=False, max_candidates=-1):
-    """The Result for a CandidateRequest (see candidates_request)."""
+    """The Result for a CandidateRequest (see ``request``)."""
     names = search.resolve(
         conn, request.all_classes(), request.all_traits(),
         {u for g in request.groups.values() for s in g.member_of + [g.forbidden_aggs]

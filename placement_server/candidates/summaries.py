@@ -10,12 +10,12 @@ import weakref
 
 import sqlalchemy as sa
 
+from placement_server.candidates.sql import ALLOC
+from placement_server.candidates.sql import INV
+from placement_server.candidates.sql import RP
+from placement_server.candidates.sql import RPT
+from placement_server.candidates.sql import ByIds
 from placement_server.db import tables
-from placement_server.db.candidates_search import ALLOC
-from placement_server.db.candidates_search import INV
-from placement_server.db.candidates_search import RP
-from placement_server.db.candidates_search import RPT
-from placement_server.db.candidates_search import ByIds
 
 
 def _static_rows(holds):
