@@ -2,8 +2,8 @@
 
 ``compute_drift`` compares two plain descriptions: the providers and
 instances the host has (a driver's HostSnapshot) and the providers and
-allocations placement has under the host's root. The same comparison tells
-the agent what changed between two cycles (for notifications).
+allocations placement has under the host's root. (What the agent notifies
+after a cycle comes from what it wrote: tracker/notify.py.)
 """
 import dataclasses
 import json
