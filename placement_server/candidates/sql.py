@@ -7,7 +7,9 @@ from collections.abc import Callable
 from collections.abc import Collection
 from collections.abc import Iterable
 from collections.abc import Iterator
+from collections.abc import Sequence
 from typing import Any
+from typing import Unpack
 
 import sqlalchemy as sa
 
@@ -19,8 +21,12 @@ ALLOC = tables.allocations
 RPT = tables.resource_provider_traits
 RPA = tables.resource_provider_aggregates
 
+Column = sa.ColumnElement[Any]
+# A SELECT of any columns
+Select = sa.Select[Unpack[tuple[Any, ...]]]
+Condition = sa.ColumnElement[bool]
 # A condition on a provider id column: ``holds(column)`` (see ByIds).
-Holds = Callable[[sa.ColumnElement[Any]], sa.ColumnElement[bool]]
+Holds = Callable[[Column], Condition]
 
 # Ids per IN list, to keep statements a sensible size.
 CHUNK = 5000
@@ -32,7 +38,7 @@ def chunks(ids: Iterable[int]) -> Iterator[list[int]]:
         yield ordered[i:i + CHUNK]
 
 
-def among(column: sa.ColumnElement[Any], ids: Collection[int]) -> sa.ColumnElement[bool]:
+def among(column: Column, ids: Collection[int]) -> Condition:
     """``column IN (ids)`` with the integer ids written into the SQL.
 
     Bound parameters cost SQLAlchemy real time per element (thousands per
@@ -49,7 +55,7 @@ def uncached(conn: sa.Connection) -> sa.Connection:
     return conn.execution_options(compiled_cache=None)
 
 
-def fetch_all(conn: sa.Connection, stmt: sa.Executable, cached: bool = True) -> list[Any]:
+def fetch_all(conn: sa.Connection, stmt: sa.Executable, cached: bool = True) -> Sequence[Any]:
     """The rows of ``stmt`` as plain tuples, read from the DBAPI cursor.
 
     For the large reads of a request (tens of thousands of rows at 10000
@@ -64,7 +70,7 @@ def fetch_all(conn: sa.Connection, stmt: sa.Executable, cached: bool = True) -> 
         conn = uncached(conn)
     result = conn.execute(stmt)
     try:
-        rows: list[Any] = result.cursor.fetchall()
+        rows: Sequence[Any] = result.cursor.fetchall()
         return rows
     finally:
         result.close()
@@ -85,7 +91,7 @@ class ByIds:
     # counts and hashes.
     _LIST = {'postgresql': "SELECT unnest('{%s}'::integer[])"}
 
-    def __init__(self, build: Callable[[Holds], sa.Executable]) -> None:
+    def __init__(self, build: Callable[[Holds], sa.ClauseElement]) -> None:
         self._build = build
         self._sql: dict[str, str] = {}
 

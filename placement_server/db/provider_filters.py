@@ -44,7 +44,9 @@ def used(inv=INV):
 
 def capacity_for(amount, used, inv=INV):
     """``inv`` can take ``amount`` more, ``used`` being allocated already:
-    free capacity and unit limits. The one rule for lists and candidates.
+    free capacity and unit limits. The one rule for lists and candidates
+    (where several groups take from one provider, candidates.combine checks
+    only the sum against capacity and max_unit; each amount passed here).
 
     Written for the planner's estimates, which choose how the joins after
     this filter run (candidates join usage and providers after it): it
