@@ -2,9 +2,10 @@
 
 ``find`` runs inside one reader connection: it resolves names, asks
 ``search`` for the providers that can satisfy each request group, lets
-``combine`` build the candidates, bounds them by
-limit, and gathers provider summaries only for the trees the returned
-candidates touch.
+``combine`` build the candidates, bounds them by limit, and gathers
+provider summaries (``summaries``) only for the trees the returned
+candidates touch. The handler parses the query string with ``request``
+first and renders the Result with ``render``.
 """
 from collections.abc import Collection
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ from placement_server.candidates import combine
 from placement_server.candidates import request as request_mod
 from placement_server.candidates import search
 from placement_server.candidates import summaries
+from placement_server.candidates.summaries import Resources
 
 
 @dataclasses.dataclass
@@ -28,7 +30,7 @@ class Result:
     # {id: (uuid, parent id, root id)} of everything shown
     providers: dict[int, tuple[str, int | None, int]]
     # {id: ({class name: (capacity, used)}, [trait])}
-    summaries: dict[int, tuple[summaries.Resources, list[str]]]
+    summaries: dict[int, tuple[Resources, list[str]]]
     class_names: dict[int, str]       # {class id: name}
 
 

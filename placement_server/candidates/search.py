@@ -47,8 +47,9 @@ class GroupQuery:
     tree_root: int | None = None
 
 
-def whole(total: int, reserved: int, ratio: float) -> int:
-    """An inventory's capacity as shown and summed: rounded down."""
+def _whole(total: int, reserved: int, ratio: float) -> int:
+    """An inventory's capacity in whole units (rounded down, as summaries
+    show it): what the sum of several groups' amounts must fit."""
     return int((total - reserved) * ratio)
 
 
@@ -281,7 +282,7 @@ def capacities(conn: sa.Connection, rp_ids: Iterable[int], rc_ids: Iterable[int]
                     usage.c.rc == INV.c.resource_class_id)))
                 .where(among(INV.c.resource_provider_id, chunk),
                        INV.c.resource_class_id.in_(sorted(rc_ids))))):
-            found[rp, rc] = (whole(total, reserved, ratio), int(used), max_unit)
+            found[rp, rc] = (_whole(total, reserved, ratio), int(used), max_unit)
     return found
 
 
@@ -342,7 +343,7 @@ def providers_per_class(conn: sa.Connection, query: GroupQuery) -> tuple[
             found.append(rp)
             roots[rp] = row[1]
             total, reserved, ratio, max_unit, used_now = row[2:7]
-            capacity[rp, rc_id] = (whole(total, reserved, ratio), int(used_now), max_unit)
+            capacity[rp, rc_id] = (_whole(total, reserved, ratio), int(used_now), max_unit)
             meets[rp] = {k for k, ok in enumerate(row[7:]) if ok}
         if not found:
             break
