@@ -5,19 +5,15 @@ provider; 1.34 adds mappings. provider_summaries gain traits at 1.17,
 every resource class of the provider (not only the requested ones) at
 1.27, and parent/root provider uuids at 1.29.
 """
-from typing import TYPE_CHECKING
 from typing import Any
 
+from placement_server.candidates import Result
 from placement_server.candidates.request import CandidateRequest
-
-if TYPE_CHECKING:
-    # the package imports this module: only the type checker reads it the other way
-    from placement_server.candidates import Result
 
 JSON = dict[str, Any]
 
 
-def _allocation_requests(result: 'Result', version: tuple[int, ...]
+def _allocation_requests(result: Result, version: tuple[int, ...]
                          ) -> tuple[list[JSON], dict[int, str]]:
     uuid = {rp: row[0] for rp, row in result.providers.items()}
     names = result.class_names
@@ -33,7 +29,7 @@ def _allocation_requests(result: 'Result', version: tuple[int, ...]
     for amounts, mappings in result.candidates:
         if as_dict:
             item: JSON = {'allocations': {uuid[rp]: resources_of[asked]
-                                    for rp, asked in amounts.items()}}
+                                          for rp, asked in amounts.items()}}
             if with_mappings:
                 item['mappings'] = {s: [uuid[rp] for rp in rps] for s, rps in mappings.items()}
         else:
@@ -44,7 +40,7 @@ def _allocation_requests(result: 'Result', version: tuple[int, ...]
     return requests, uuid
 
 
-def _provider_summaries(result: 'Result', request: CandidateRequest, uuid: dict[int, str]
+def _provider_summaries(result: Result, request: CandidateRequest, uuid: dict[int, str]
                         ) -> dict[str, JSON]:
     version = request.version
     every_class = version >= (1, 27)
@@ -81,7 +77,7 @@ def _provider_summaries(result: 'Result', request: CandidateRequest, uuid: dict[
     return summaries
 
 
-def render(result: 'Result', request: CandidateRequest) -> JSON:
+def render(result: Result, request: CandidateRequest) -> JSON:
     requests, uuid = _allocation_requests(result, request.version)
     return {'allocation_requests': requests,
             'provider_summaries': _provider_summaries(result, request, uuid)}
