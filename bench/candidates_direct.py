@@ -36,9 +36,10 @@ import os_resource_classes  # noqa: E402
 import sqlalchemy as sa  # noqa: E402
 import webob.multidict  # noqa: E402
 
+from placement_server import candidates  # noqa: E402
+from placement_server.candidates import render as candidates_render  # noqa: E402
+from placement_server.candidates import request as candidates_request  # noqa: E402
 from placement_server.db import api  # noqa: E402
-from placement_server.db import candidates  # noqa: E402
-from placement_server.db import candidates_request  # noqa: E402
 from placement_server.db import tables  # noqa: E402
 from tests import databases  # noqa: E402
 from tests import upstream  # noqa: E402
@@ -174,11 +175,10 @@ def median_ms(fn, repeat):
 
 
 # The steps of a request that --breakdown times: (module, function).
-STEPS = [('candidates_search', n) for n in ('resolve', 'single_providers', 'providers_per_class',
-                                             'tree_members', 'capacities')] + [
-    ('candidates_combine', n) for n in ('single_provider_options', 'spread_options', 'merge')] + [
-    ('candidates_summaries', 'summaries_data'), ('candidates_render', 'render'),
-    ('candidates', 'find')]
+STEPS = [(candidates.search, n) for n in ('resolve', 'single_providers', 'providers_per_class',
+                                           'tree_members', 'capacities')] + [
+    (candidates.combine, n) for n in ('single_provider_options', 'spread_options', 'merge')] + [
+    (candidates.summaries, 'summaries_data'), (candidates_render, 'render'), (candidates, 'find')]
 
 
 def breakdown(send, repeat):
@@ -188,7 +188,6 @@ def breakdown(send, repeat):
     Wall time in each step, database waits included: where a request's time
     goes (SQL, combination, rendering), not what it costs the CPU.
     """
-    import importlib
     spent = {}
     originals = []
 
@@ -203,8 +202,8 @@ def breakdown(send, repeat):
                 spent[name] = spent.get(name, 0.0) + time.perf_counter() - start
         originals.append((module, name, fn))
         setattr(module, name, wrapper)
-    for module_name, name in STEPS:
-        timed(importlib.import_module('placement_server.db.' + module_name), name)
+    for module, name in STEPS:
+        timed(module, name)
     try:
         send()
         spent.clear()

@@ -4,25 +4,18 @@
 GET /resource_providers and GET /allocation_candidates (and its numbered
 groups): both parse them here into plain values (amounts by class name,
 groups of trait names or aggregate uuids) that the queries turn into SQL.
-Error texts are upstream's: clients and upstream's tests match on them.
+Only lists' ``in_tree`` is checked by their schema instead, as upstream's
+error for it is the schema's. Error texts are upstream's: clients and
+upstream's tests match on them.
 """
-import uuid as uuidlib
-
 from placement_server import errors
 from placement_server import microversion
+from placement_server import util
 
 # ([any-of set, ...], {forbidden}): a provider must hold one of every set
 Groups = tuple[list[frozenset[str]], set[str]]
 
 _BAD = 'Invalid query string parameters: '
-
-
-def is_uuid(value: str) -> bool:
-    try:
-        uuidlib.UUID(value)
-    except ValueError:
-        return False
-    return True
 
 
 def parse_resources(value: str) -> dict[str, int]:
@@ -104,20 +97,20 @@ def parse_member_of_value(value: str) -> tuple[set[str], set[str]]:
     else:
         required = {value}
     for agg in required | forbidden:
-        if not is_uuid(agg):
+        if not util.is_uuid(agg):
             raise errors.BadRequest(
                 _BAD + "Expected 'member_of' parameter to contain valid UUID(s). "
                 "Got: %s" % agg)
-    return ({str(uuidlib.UUID(a)) for a in required},
-            {str(uuidlib.UUID(a)) for a in forbidden})
+    return ({util.normalize_uuid(a) for a in required},
+            {util.normalize_uuid(a) for a in forbidden})
 
 
 def parse_in_tree(value: str) -> str:
     """An ``in_tree`` value -> the provider uuid, normalized."""
-    if not is_uuid(value.strip()):
+    if not util.is_uuid(value.strip()):
         raise errors.BadRequest(
             _BAD + "Expected 'in_tree' parameter to be a format of uuid. Got: %s" % value)
-    return str(uuidlib.UUID(value.strip()))
+    return util.normalize_uuid(value.strip())
 
 
 def parse_member_of(values: list[str], version: microversion.Version,

@@ -209,10 +209,12 @@ FORMAT_CHECKER = jsonschema.FormatChecker()
 
 
 @FORMAT_CHECKER.checks('uuid')
-def _is_uuid(value):
+def _uuid_format(value):
+    return not isinstance(value, str) or is_uuid(value)
+
+
+def is_uuid(value):
     # Placement accepts uuids with or without dashes, any case.
-    if not isinstance(value, str):
-        return True
     try:
         uuidlib.UUID(value)
     except ValueError:

@@ -6,6 +6,8 @@ allocations placement has under the host's root. What counts as a
 difference is the sync's own rule, so the two never disagree: inventories
 by ``providers.diff.inventory_changes``, allocations by
 ``placement.allocations.host_part`` and ``normalize``.
+(What the agent notifies after a cycle comes from what it wrote:
+tracker/notify.py.)
 """
 import dataclasses
 import json

@@ -151,7 +151,7 @@ def _without_rollback_bookkeeping(engine):
     which error made a savepoint roll back (reported as ``DBError.cause``,
     which nothing here reads). They cost every statement an event
     dispatch: ~30 us of CPU per request on the cheapest calls, up to 10%
-    on MariaDB (docs/benchmarks.md, issue 16). The translation itself is a
+    on MariaDB (docs/bench/placement-server.md, issue 16). The translation itself is a
     dialect event, free until an error happens."""
     for target, names in ((engine, ('rollback_savepoint', 'rollback', 'commit')),
                           (engine.pool, ('checkin',))):

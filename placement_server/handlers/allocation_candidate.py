@@ -1,8 +1,8 @@
 """GET /allocation_candidates (1.10+): where a request for resources fits."""
+from placement_server import candidates
 from placement_server import util
-from placement_server.db import candidates
-from placement_server.db import candidates_render
-from placement_server.db import candidates_request
+from placement_server.candidates import render
+from placement_server.candidates import request as candidates_request
 from placement_server.schemas import allocation_candidate as schema
 
 
@@ -18,7 +18,7 @@ def list_allocation_candidates(req):
             result = candidates.find(conn, request,
                                      randomize=opts.randomize_allocation_candidates,
                                      max_candidates=opts.max_allocation_candidates)
-        body = candidates_render.render(result, request)
+        body = render.render(result, request)
         # Free the big structures before collection resumes, or its first
         # pass walks them all.
         del result

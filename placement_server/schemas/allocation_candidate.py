@@ -1,7 +1,7 @@
 """Query string schemas for GET /allocation_candidates, per microversion.
 
 Each version adds keys; a key a version does not know is a 400. Values are
-validated in detail by the request parser (placement_server.db.candidates_request),
+validated in detail by the request parser (placement_server.candidates.request),
 which gives clearer messages than a schema can.
 """
 import copy

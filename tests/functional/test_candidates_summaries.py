@@ -1,11 +1,11 @@
 """Provider summaries stay exact while workers keep capacities and traits
-between requests (placement_server/db/candidates_summaries.py): every
+between requests (placement_server/candidates/summaries.py): every
 write through the API shows in the next answer, on every backend."""
 import uuid
 
 import sqlalchemy as sa
 
-from placement_server.db import candidates_summaries
+from placement_server.candidates import summaries as candidates_summaries
 from tests import databases
 from tests.functional.client import make_provider
 

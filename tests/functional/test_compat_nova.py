@@ -1,6 +1,6 @@
 """A compute host's life as nova's scheduler report client drives it, in
 the order and at the microversions nova uses, with the facts it relies on
-asserted (API reference + COMPAT.md). The same walk runs on upstream
+asserted (API reference + docs/compat.md). The same walk runs on upstream
 placement 16.0.0, so every asserted fact is upstream's too.
 """
 from placement_server import errors

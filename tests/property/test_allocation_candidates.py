@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import pytest
 import webob.multidict
 
-from placement_server.db import candidates_request
+from placement_server.candidates import request as candidates_request
 from tests import databases
 from tests.functional import client as client_mod
 from tests.property import reference

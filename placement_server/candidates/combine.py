@@ -8,23 +8,46 @@ group_policy, same_subtree and capacity (amounts of one class from one
 provider asked by several groups add up).
 """
 import collections
+from collections.abc import Collection
+from collections.abc import Iterable
+from collections.abc import Mapping
 import itertools
+from typing import NamedTuple
 
-# How one group is satisfied: amounts is {provider: ((class, amount), ...)}
-# (classes in order, as in Candidate.amounts), providers the frozenset of
-# providers the group maps to, mapped the same sorted (for the mappings).
-# Pieces are built once and reused by every candidate they take part in,
-# so merge only puts them together.
-Piece = collections.namedtuple('Piece', 'amounts providers mapped')
+from placement_server.candidates.request import CandidateRequest
 
-# amounts is {provider: ((class, amount), ...)}, classes in order;
-# mappings {suffix: sorted providers}.
-Candidate = collections.namedtuple('Candidate', 'amounts mappings')
+# What is taken of one provider: ((class, amount), ...), classes in order.
+Asked = tuple[tuple[int, int], ...]
+
+# {(provider, class): (capacity, used, max_unit)}: what the sum of several
+# groups' amounts on one provider is checked against.
+Capacity = dict[tuple[int, int], tuple[int, int, int]]
 
 
-def per_provider(amounts):
+class Piece(NamedTuple):
+    """How one group is satisfied: the amounts it takes per provider, the
+    providers it maps to, and the same sorted (for the mappings).
+
+    Pieces are built once and reused by every candidate they take part in,
+    so merge only puts them together.
+    """
+    amounts: dict[int, Asked]
+    providers: frozenset[int]
+    mapped: list[int]
+
+
+class Candidate(NamedTuple):
+    amounts: dict[int, Asked]           # by provider
+    mappings: dict[str, list[int]]      # {suffix: sorted providers}
+
+
+# {anchor root: the pieces that satisfy a group under it}
+Options = dict[int, list[Piece]]
+
+
+def per_provider(amounts: Iterable[tuple[tuple[int, int], int]]) -> dict[int, Asked]:
     """{provider: ((class, amount), ...)} from ((provider, class), amount) pairs."""
-    grouped = {}
+    grouped: dict[int, list[tuple[int, int]]] = {}
     for (rp, rc), amount in amounts:
         if rp in grouped:
             grouped[rp].append((rc, amount))
@@ -33,13 +56,15 @@ def per_provider(amounts):
     return {rp: tuple(sorted(asked)) for rp, asked in grouped.items()}
 
 
-def single_provider_options(providers, resources, root_of, shared_with):
+def single_provider_options(providers: Iterable[int], resources: dict[int, int],
+                            root_of: dict[int, int],
+                            shared_with: Mapping[int, Collection[int]]) -> Options:
     """Options of a group one provider must satisfy.
 
     ``providers`` are the matching provider ids; each serves its own root
     and, for a sharing provider, the roots in ``shared_with[p]``.
     """
-    options = collections.defaultdict(list)
+    options: Options = collections.defaultdict(list)
     asked = tuple(sorted(resources.items()))
     for rp in sorted(providers):
         piece = Piece({rp: asked} if asked else {}, frozenset([rp]), [rp])
@@ -51,7 +76,9 @@ def single_provider_options(providers, resources, root_of, shared_with):
     return options
 
 
-def spread_options(by_anchor, resources, meets, n_required, root_of, nested_aware):
+def spread_options(by_anchor: dict[int, dict[int, list[int]]], resources: dict[int, int],
+                   meets: dict[int, set[int]], n_required: int, root_of: dict[int, int],
+                   nested_aware: bool) -> Options:
     """Options of the unsuffixed group, which may take each class from a
     different provider of the anchor's tree or from a sharing provider.
 
@@ -61,7 +88,7 @@ def spread_options(by_anchor, resources, meets, n_required, root_of, nested_awar
     """
     wanted = set(range(n_required))
     classes = sorted(resources)
-    options = {}
+    options: Options = {}
     for anchor, per_class in by_anchor.items():
         if any(not per_class.get(rc) for rc in classes):
             continue
@@ -80,15 +107,16 @@ def spread_options(by_anchor, resources, meets, n_required, root_of, nested_awar
     return options
 
 
-def _ancestors(rp, parent_of):
+def _ancestors(rp: int, parent_of: dict[int, int | None]) -> set[int]:
     found = {rp}
-    while parent_of.get(rp) is not None:
-        rp = parent_of[rp]
-        found.add(rp)
+    parent = parent_of.get(rp)
+    while parent is not None:
+        found.add(parent)
+        parent = parent_of.get(parent)
     return found
 
 
-def _same_subtree(chains):
+def _same_subtree(chains: list[frozenset[int]]) -> bool:
     """True if one provider is an ancestor (or self) of all the others,
     given each provider's chain (itself and its ancestors).
 
@@ -102,7 +130,9 @@ def _same_subtree(chains):
     return True
 
 
-def merge(request, options, capacity, root_of, parent_of, stop_after=None, shared=True):
+def merge(request: CandidateRequest, options: dict[str, Options], capacity: Capacity,
+          root_of: dict[int, int], parent_of: dict[int, int | None],
+          stop_after: int | None = None, shared: bool = True) -> list[Candidate]:
     """The candidates: one piece per group under a common anchor.
 
     ``options`` is {suffix: {anchor: [Piece]}}; ``capacity`` is
@@ -117,15 +147,15 @@ def merge(request, options, capacity, root_of, parent_of, stop_after=None, share
         return _one_group(suffixes[0], options[suffixes[0]], stop_after, shared)
     granular = [i for i, s in enumerate(suffixes) if request.groups[s].granular]
     subtrees = [[suffixes.index(s) for s in subtree] for subtree in request.same_subtrees]
-    chains = {}     # {provider: frozenset of itself and its ancestors}
+    chains: dict[int, frozenset[int]] = {}     # {provider: itself and its ancestors}
 
-    def chain(rp):
+    def chain(rp: int) -> frozenset[int]:
         found = chains.get(rp)
         if found is None:
             found = chains[rp] = frozenset(_ancestors(rp, parent_of))
         return found
 
-    def in_same_subtrees(combo):
+    def in_same_subtrees(combo: tuple[Piece, ...]) -> bool:
         for subtree in subtrees:
             if not _same_subtree([chain(rp) for i in subtree for rp in combo[i].mapped]):
                 return False
@@ -133,23 +163,25 @@ def merge(request, options, capacity, root_of, parent_of, stop_after=None, share
 
     isolate = request.group_policy == 'isolate'
     anchors = set.intersection(*(set(options[s]) for s in suffixes))
-    seen = set()
-    found = []
+    seen: set[tuple[frozenset[tuple[int, Asked]], frozenset[tuple[str, frozenset[int]]]]] = set()
+    found: list[Candidate] = []
     for anchor in sorted(anchors):
         for combo in itertools.product(*(options[s][anchor] for s in suffixes)):
             if isolate and len({p for i in granular for p in combo[i].providers}) != len(granular):
                 continue
             if subtrees and not in_same_subtrees(combo):
                 continue
-            amounts, apart = {}, 0
+            amounts: dict[int, Asked] = {}
+            apart = 0
             for piece in combo:
                 amounts.update(piece.amounts)
                 apart += len(piece.amounts)
             if len(amounts) != apart:
                 # Some provider serves several groups: its amounts may add up.
-                amounts = _summed(combo, capacity)
-                if amounts is None:
+                summed = _summed(combo, capacity)
+                if summed is None:
                     continue
+                amounts = summed
             if not request.nested_aware:
                 if len({root_of[rp] for rp in amounts}) != len(amounts):
                     continue
@@ -166,11 +198,12 @@ def merge(request, options, capacity, root_of, parent_of, stop_after=None, share
     return found
 
 
-def _summed(combo, capacity):
+def _summed(combo: tuple[Piece, ...], capacity: Capacity) -> dict[int, Asked] | None:
     """The amounts per provider of pieces that share providers, or None if
     amounts that add up exceed a capacity. Each piece fits on its own
     (checked in SQL): only sums can exceed it."""
-    amounts, summed = {}, []
+    amounts: dict[tuple[int, int], int] = {}
+    summed = []
     for piece in combo:
         for rp, asked in piece.amounts.items():
             for rc, amount in asked:
@@ -186,12 +219,13 @@ def _summed(combo, capacity):
     return per_provider(amounts.items())
 
 
-def _one_group(suffix, options, stop_after, shared):
+def _one_group(suffix: str, options: Options, stop_after: int | None,
+               shared: bool) -> list[Candidate]:
     """A lone group's pieces are its candidates: each was capacity checked
     in SQL and takes from each (provider, class) once. Only the copies a
     sharing provider leaves under several anchors are dropped."""
-    seen = set()
-    found = []
+    seen: set[tuple[frozenset[tuple[int, Asked]], frozenset[int]]] = set()
+    found: list[Candidate] = []
     for anchor in sorted(options):
         for piece in options[anchor]:
             if shared:

@@ -6,19 +6,31 @@ traits. Capacities and traits change only with the provider's generation
 provider and generation (``StaticCache``) and reads only usage, which
 allocations change without a bump, on every request.
 """
+from collections.abc import Collection
+from collections.abc import Iterable
+from typing import Any
 import weakref
 
 import sqlalchemy as sa
 
+from placement_server.candidates.sql import ALLOC
+from placement_server.candidates.sql import INV
+from placement_server.candidates.sql import RP
+from placement_server.candidates.sql import RPT
+from placement_server.candidates.sql import ByIds
+from placement_server.candidates.sql import Holds
+from placement_server.candidates.sql import Select
 from placement_server.db import tables
-from placement_server.db.candidates_search import ALLOC
-from placement_server.db.candidates_search import INV
-from placement_server.db.candidates_search import RP
-from placement_server.db.candidates_search import RPT
-from placement_server.db.candidates_search import ByIds
+
+# (uuid, generation): while it stays, so do a provider's inventories and traits
+Version = tuple[str, int]
+# {class name: (capacity, used)}
+Resources = dict[str, tuple[int, int]]
+# (version, resources with nothing used, trait names)
+Entry = tuple[Version, Resources, list[str]]
 
 
-def _static_rows(holds):
+def _static_rows(holds: Holds) -> tuple[Select, Select]:
     """Rows ('i', provider, class name, capacity) for the inventories
     (capacity is (total - reserved) * allocation_ratio, not yet rounded
     down) and ('t', provider, trait, trait id) for the traits of the
@@ -35,7 +47,7 @@ def _static_rows(holds):
     return inventories, traits
 
 
-def _usage_rows(holds):
+def _usage_rows(holds: Holds) -> Select:
     """Rows ('u', provider, class name, amount used)."""
     rc = tables.resource_classes
     return (sa.select(sa.literal('u').label('kind'), ALLOC.c.resource_provider_id, rc.c.name,
@@ -45,12 +57,12 @@ def _usage_rows(holds):
             .group_by(ALLOC.c.resource_provider_id, rc.c.name))
 
 
-def _in_trees(holds):
+def _in_trees(holds: Holds) -> Holds:
     """``holds`` for the members of the trees whose roots ``holds`` selects."""
     return lambda column: column.in_(sa.select(RP.c.id).where(holds(RP.c.root_provider_id)))
 
 
-def _all_rows(holds):
+def _all_rows(holds: Holds) -> sa.CompoundSelect[Any]:
     # Usage comes as rows of its own rather than joined to the inventories:
     # with the providers given by a subquery, planners badly underestimate
     # how many there are and would match every inventory against every
@@ -82,16 +94,17 @@ class StaticCache:
     """
     LIMIT = 100000
 
-    def __init__(self):
-        self.entries = {}
+    def __init__(self) -> None:
+        self.entries: dict[int, Entry] = {}
         # One object per distinct figures and per distinct trait list, shared
         # by every provider that shows them (most of a cloud's providers are
         # alike): less memory, and the rendering works out each once.
-        self._interned = {}
+        self._interned: dict[tuple[type, tuple[Any, ...]], Any] = {}
 
-    def split(self, versions):
+    def split(self, versions: dict[int, Version]) -> tuple[dict[int, Entry], list[int]]:
         """(entries that are current, providers to read)."""
-        entries, stale = {}, []
+        entries: dict[int, Entry] = {}
+        stale = []
         get = self.entries.get
         for rp, version in versions.items():
             entry = get(rp)
@@ -101,7 +114,7 @@ class StaticCache:
                 stale.append(rp)
         return entries, stale
 
-    def store(self, found):
+    def store(self, found: dict[int, Entry]) -> dict[int, Entry]:
         """Keep the entries ``found``; returns them as kept (interned)."""
         if len(self.entries) + len(found) > self.LIMIT:
             self.entries, self._interned = {}, {}
@@ -110,15 +123,15 @@ class StaticCache:
         self.entries.update(kept)
         return kept
 
-    def _intern(self, value):
+    def _intern(self, value: Any) -> Any:
         key = (type(value), tuple(value.items()) if isinstance(value, dict) else tuple(value))
         return self._interned.setdefault(key, value)
 
 
-_CACHES = weakref.WeakKeyDictionary()   # {engine: StaticCache or None}
+_CACHES: 'weakref.WeakKeyDictionary[sa.Engine, StaticCache | None]' = weakref.WeakKeyDictionary()
 
 
-def _ids_never_reused(conn):
+def _ids_never_reused(conn: sa.Connection) -> bool:
     if conn.dialect.name != 'sqlite':
         return True
     sql = conn.exec_driver_sql("SELECT sql FROM sqlite_master WHERE type = 'table' "
@@ -126,7 +139,7 @@ def _ids_never_reused(conn):
     return 'AUTOINCREMENT' in (sql or '').upper()
 
 
-def _cache_of(conn):
+def _cache_of(conn: sa.Connection) -> StaticCache | None:
     try:
         return _CACHES[conn.engine]
     except KeyError:
@@ -134,11 +147,12 @@ def _cache_of(conn):
         return cache
 
 
-def _parse(versions, rows):
+def _parse(versions: dict[int, Version], rows: Iterable[Any]
+           ) -> tuple[dict[int, Entry], dict[tuple[int, str], int]]:
     """Cache entries for ``versions`` from the 'i' and 't' rows, and the 'u'
     rows as {(provider, class name): used}."""
-    idle = {rp: {} for rp in versions}
-    traits = {rp: [] for rp in versions}
+    idle: dict[int, Resources] = {rp: {} for rp in versions}
+    traits: dict[int, list[tuple[int, str]]] = {rp: [] for rp in versions}
     used = {}
     for kind, rp, name, amount in rows:
         if kind == 'i':
@@ -152,7 +166,9 @@ def _parse(versions, rows):
             for rp in versions}, used
 
 
-def summaries_data(conn, versions, roots=None):
+def summaries_data(conn: sa.Connection, versions: dict[int, Version],
+                   roots: Collection[int] | None = None
+                   ) -> tuple[dict[int, Resources], dict[int, list[str]]]:
     """Capacities with usage, and trait names, of the providers in
     ``versions`` ({provider: (uuid, generation)}). When they are whole
     trees, ``roots`` names them instead: a tenth of the ids to send and

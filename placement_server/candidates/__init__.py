@@ -1,47 +1,44 @@
 """GET /allocation_candidates: from a parsed request to candidates and summaries.
 
 ``find`` runs inside one reader connection: it resolves names, asks
-``candidates_search`` for the providers that can satisfy each request
-group, lets ``candidates_combine`` build the candidates, bounds them by
-limit, and gathers provider summaries only for the trees the returned
-candidates touch.
+``search`` for the providers that can satisfy each request group, lets
+``combine`` build the candidates, bounds them by limit, and gathers
+provider summaries (``summaries``) only for the trees the returned
+candidates touch. The handler parses the query string with ``request``
+first and renders the Result with ``render``.
 """
+from collections.abc import Collection
+from collections.abc import Iterator
 import contextlib
 import dataclasses
 import gc
 import random
+from typing import Any
 
-from placement_server.db import candidates_combine as combine
-from placement_server.db import candidates_search as search
-from placement_server.db import candidates_summaries as summaries
+import sqlalchemy as sa
 
-
-@dataclasses.dataclass
-class GroupQuery:
-    """A request group with names resolved to ids."""
-    suffix: str
-    granular: bool
-    resources: dict
-    required: list
-    forbidden: set
-    member_of: list
-    forbidden_aggs: set
-    tree_root: int = None
+from placement_server.candidates import combine
+from placement_server.candidates import request as request_mod
+from placement_server.candidates import search
+from placement_server.candidates import summaries
+from placement_server.candidates.summaries import Resources
 
 
 @dataclasses.dataclass
 class Result:
-    candidates: list        # [combine.Candidate]
-    providers: dict         # {id: (uuid, parent id, root id)} of everything shown
-    summaries: dict         # {id: ({class: (capacity, used)}, [trait])}
-    class_names: dict       # {class id: name}
+    candidates: list[combine.Candidate]
+    # {id: (uuid, parent id, root id)} of everything shown
+    providers: dict[int, tuple[str, int | None, int]]
+    # {id: ({class name: (capacity, used)}, [trait])}
+    summaries: dict[int, tuple[Resources, list[str]]]
+    class_names: dict[int, str]       # {class id: name}
 
 
 EMPTY = Result([], {}, {}, {})
 
 
 @contextlib.contextmanager
-def paused_gc():
+def paused_gc() -> Iterator[None]:
     """No cyclic garbage collection while a large answer is built.
 
     A request with thousands of candidates makes hundreds of thousands of
@@ -62,7 +59,8 @@ class _NoMatch(Exception):
     """Some group cannot be satisfied at all: the answer is empty."""
 
 
-def _group_query(conn, group, rc_ids, trait_ids, agg_ids):
+def _group_query(conn: sa.Connection, group: request_mod.RequestGroup, rc_ids: dict[str, int],
+                 trait_ids: dict[str, int], agg_ids: dict[str, int]) -> search.GroupQuery:
     member_of = []
     for any_of in group.member_of:
         ids = {agg_ids[u] for u in any_of if u in agg_ids}
@@ -74,7 +72,7 @@ def _group_query(conn, group, rc_ids, trait_ids, agg_ids):
         tree_root = search.root_of_uuid(conn, group.in_tree)
         if tree_root is None:
             raise _NoMatch()
-    return GroupQuery(
+    return search.GroupQuery(
         suffix=group.suffix, granular=group.granular,
         resources={rc_ids[n]: a for n, a in group.resources.items()},
         required=[frozenset(trait_ids[t] for t in any_of) for any_of in group.required],
@@ -87,26 +85,27 @@ def _group_query(conn, group, rc_ids, trait_ids, agg_ids):
 class _Search:
     """The per-request state shared by the groups' searches."""
 
-    def __init__(self, conn, request, queries, names):
+    def __init__(self, conn: sa.Connection, request: request_mod.CandidateRequest,
+                 queries: list[search.GroupQuery], names: search.Names) -> None:
         self.conn = conn
         self.request = request
         # Classes several groups ask for: only there can amounts add up
         # beyond what each group's own query checked.
-        seen = set()
-        self.shared_classes = set()
+        seen: set[int] = set()
+        self.shared_classes: set[int] = set()
         for query in queries:
             self.shared_classes |= seen & set(query.resources)
             seen |= set(query.resources)
-        self._tree_rows = {}
+        self._tree_rows: dict[int, list[Any]] = {}   # {root: provider rows}
         self.sharing, self.trees = names.sharing, names.trees
         # Without trees or sharing providers every group is one provider.
         self.spread_needed = bool(self.sharing) or self.trees
-        self.root_of = {}
-        self.version_of = {}   # {provider: (uuid, generation)}
-        self.capacity = {}
-        self._anchors = {}
+        self.root_of: dict[int, int] = {}
+        self.version_of: dict[int, summaries.Version] = {}
+        self.capacity: combine.Capacity = {}
+        self._anchors: dict[int, set[int]] = {}
 
-    def tree_members(self, root_ids):
+    def tree_members(self, root_ids: Collection[int]) -> list[Any]:
         """Rows (id, uuid, parent, root) of the given trees, read once per request."""
         missing = set(root_ids) - self._tree_rows.keys()
         if missing:
@@ -116,11 +115,11 @@ class _Search:
                 self._tree_rows.setdefault(root, [])
         return [row for root in root_ids for row in self._tree_rows[root]]
 
-    def _load_anchors(self, rps):
+    def _load_anchors(self, rps: Collection[int]) -> None:
         missing = [rp for rp in rps if rp in self.sharing and rp not in self._anchors]
         self._anchors.update(search.sharing_anchors(self.conn, missing))
 
-    def lone_group(self, query):
+    def lone_group(self, query: search.GroupQuery) -> list[combine.Candidate]:
         """A request of one single-provider group and no root filter: each
         matching provider is one candidate, whatever it anchors."""
         found, _, versions = search.single_providers(self.conn, query,
@@ -130,7 +129,7 @@ class _Search:
         asked = tuple(sorted(query.resources.items()))
         return [combine.Candidate({rp: asked}, {query.suffix: [rp]}) for rp in sorted(found)]
 
-    def options(self, query):
+    def options(self, query: search.GroupQuery) -> combine.Options:
         if not query.resources:
             found = search.resourceless_providers(self.conn, query)
             return self._single(found, query)
@@ -142,19 +141,19 @@ class _Search:
             return self._single(found, query)
         return self._spread(query)
 
-    def _single(self, found, query):
+    def _single(self, found: dict[int, int], query: search.GroupQuery) -> combine.Options:
         self.root_of.update(found)
         self._load_anchors(found)
         return combine.single_provider_options(found, query.resources, self.root_of,
                                                self._anchors)
 
-    def _spread(self, query):
+    def _spread(self, query: search.GroupQuery) -> combine.Options:
         by_class, roots, capacity, meets = search.providers_per_class(self.conn, query)
         if any(not by_class.get(rc) for rc in query.resources):
             return {}
         self.root_of.update(roots)
         self.capacity.update(capacity)
-        by_anchor = {}
+        by_anchor: dict[int, dict[int, list[int]]] = {}
         for rc, rps in by_class.items():
             for rp in rps:
                 by_anchor.setdefault(roots[rp], {}).setdefault(rc, []).append(rp)
@@ -164,7 +163,8 @@ class _Search:
                                       len(query.required), self.root_of,
                                       self.request.nested_aware)
 
-    def _add_sharing(self, query, by_class, roots, by_anchor):
+    def _add_sharing(self, query: search.GroupQuery, by_class: dict[int, list[int]],
+                     roots: dict[int, int], by_anchor: dict[int, dict[int, list[int]]]) -> None:
         """Sharing providers also serve the trees they share an aggregate with."""
         shared = [rp for rp in roots if rp in self.sharing and all(
             self.sharing[rp] & any_of for any_of in query.member_of)]
@@ -185,8 +185,9 @@ class _Search:
 MAX_AMOUNT = 2147483647
 
 
-def find(conn, request, randomize=False, max_candidates=-1):
-    """The Result for a CandidateRequest (see candidates_request)."""
+def find(conn: sa.Connection, request: request_mod.CandidateRequest, randomize: bool = False,
+         max_candidates: int = -1) -> Result:
+    """The Result for a CandidateRequest (see ``request``)."""
     names = search.resolve(
         conn, request.all_classes(), request.all_traits(),
         {u for g in request.groups.values() for s in g.member_of + [g.forbidden_aggs]
@@ -218,7 +219,9 @@ def find(conn, request, randomize=False, max_candidates=-1):
     return _with_summaries(conn, request, candidates, state, class_names)
 
 
-def _combined(conn, request, state, queries, trait_ids, stop_after):
+def _combined(conn: sa.Connection, request: request_mod.CandidateRequest, state: _Search,
+              queries: list[search.GroupQuery], trait_ids: dict[str, int],
+              stop_after: int | None) -> list[combine.Candidate]:
     """Candidates made of one piece per group under a common anchor."""
     options = {}
     for query in queries:
@@ -242,9 +245,13 @@ def _combined(conn, request, state, queries, trait_ids, stop_after):
                          stop_after, shared=bool(state.sharing))
 
 
-def _with_summaries(conn, request, candidates, state, class_names):
+def _with_summaries(conn: sa.Connection, request: request_mod.CandidateRequest,
+                    candidates: list[combine.Candidate], state: _Search,
+                    class_names: dict[int, str]) -> Result:
     used_rps = {rp for c in candidates for rp in c.amounts}
-    roots = None    # set when whole trees are shown
+    roots: set[int] | None = None    # set when whole trees are shown
+    providers: dict[int, tuple[str, int | None, int]]
+    versions: dict[int, summaries.Version]
     if not state.trees and used_rps <= state.version_of.keys():
         # Every provider is its own tree, and the search read its uuid.
         versions = {rp: state.version_of[rp] for rp in used_rps}

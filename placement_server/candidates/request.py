@@ -12,7 +12,10 @@ Every check and message follows upstream placement's per microversion.
 import dataclasses
 import re
 
+import webob.multidict
+
 from placement_server import errors
+from placement_server import microversion
 from placement_server import query
 from placement_server.schemas import allocation_candidate as schema
 
@@ -25,38 +28,40 @@ _KEY = {
 @dataclasses.dataclass
 class RequestGroup:
     suffix: str
-    resources: dict = dataclasses.field(default_factory=dict)   # class -> amount
-    required: list = dataclasses.field(default_factory=list)    # [frozenset any-of]
-    forbidden: set = dataclasses.field(default_factory=set)     # trait names
-    member_of: list = dataclasses.field(default_factory=list)   # [set any-of agg uuids]
-    forbidden_aggs: set = dataclasses.field(default_factory=set)
-    in_tree: str = None
+    resources: dict[str, int] = dataclasses.field(default_factory=dict)   # class -> amount
+    # [any-of set of trait names]
+    required: list[frozenset[str]] = dataclasses.field(default_factory=list)
+    forbidden: set[str] = dataclasses.field(default_factory=set)          # trait names
+    # [any-of set of aggregate uuids]
+    member_of: list[set[str]] = dataclasses.field(default_factory=list)
+    forbidden_aggs: set[str] = dataclasses.field(default_factory=set)
+    in_tree: str | None = None
 
     @property
-    def granular(self):
+    def granular(self) -> bool:
         """Suffixed groups must come from one provider each."""
         return self.suffix != ''
 
 
 @dataclasses.dataclass
 class CandidateRequest:
-    groups: dict                      # suffix -> RequestGroup
-    version: tuple
-    limit: int = None
-    group_policy: str = None
-    root_required: set = dataclasses.field(default_factory=set)
-    root_forbidden: set = dataclasses.field(default_factory=set)
-    same_subtrees: list = dataclasses.field(default_factory=list)  # [set of suffixes]
+    groups: dict[str, RequestGroup]   # by suffix
+    version: microversion.Version
+    limit: int | None = None
+    group_policy: str | None = None
+    root_required: set[str] = dataclasses.field(default_factory=set)
+    root_forbidden: set[str] = dataclasses.field(default_factory=set)
+    same_subtrees: list[set[str]] = dataclasses.field(default_factory=list)  # sets of suffixes
 
     @property
-    def nested_aware(self):
+    def nested_aware(self) -> bool:
         # Before 1.29 a candidate never takes from two providers of one tree.
         return self.version >= (1, 29)
 
-    def all_classes(self):
+    def all_classes(self) -> set[str]:
         return {rc for g in self.groups.values() for rc in g.resources}
 
-    def all_traits(self):
+    def all_traits(self) -> set[str]:
         names = set(self.root_required) | set(self.root_forbidden)
         for g in self.groups.values():
             names |= g.forbidden
@@ -65,11 +70,12 @@ class CandidateRequest:
         return names
 
 
-def _bad(detail, code=None):
+def _bad(detail: str, code: str | None = None) -> errors.BadRequest:
     return errors.BadRequest(detail, code=code)
 
 
-def _parse_group_key(params, version, group, prefix, values):
+def _parse_group_key(version: microversion.Version, group: RequestGroup, prefix: str,
+                     values: list[str]) -> None:
     suffix = group.suffix
     if prefix == 'resources':
         group.resources = query.parse_resources(values[-1])
@@ -85,7 +91,8 @@ def _parse_group_key(params, version, group, prefix, values):
         group.in_tree = query.parse_in_tree(values[-1])
 
 
-def _request_wide(params, version):
+def _request_wide(params: webob.multidict.MultiDict, version: microversion.Version
+                  ) -> CandidateRequest:
     wide = CandidateRequest(groups={}, version=version)
     if 'limit' in params:
         wide.limit = int(params.getall('limit')[0])
@@ -113,7 +120,7 @@ def _request_wide(params, version):
     return wide
 
 
-def _check_groups_1_36(groups, same_subtrees):
+def _check_groups_1_36(groups: dict[str, RequestGroup], same_subtrees: list[set[str]]) -> None:
     resourceless = {s for s, g in groups.items() if not g.resources}
     if len(resourceless) == len(groups):
         raise _bad('There must be at least one resources or resources[$S] '
@@ -131,7 +138,7 @@ def _check_groups_1_36(groups, same_subtrees):
                    errors.QUERYPARAM_BAD_VALUE)
 
 
-def _check_orphans(groups):
+def _check_orphans(groups: dict[str, RequestGroup]) -> None:
     orphans = ['required%s' % s for s, g in groups.items() if g.required and not g.resources]
     if orphans:
         raise _bad('All traits parameters must be associated with resources.  '
@@ -148,7 +155,8 @@ def _check_orphans(groups):
                    'is required.')
 
 
-def parse(params, version):
+def parse(params: webob.multidict.MultiDict, version: microversion.Version
+          ) -> CandidateRequest:
     """The CandidateRequest for a query string (a webob MultiDict).
 
     The caller has validated the key set against the version's schema.
@@ -163,7 +171,7 @@ def parse(params, version):
         seen.add(key)
         prefix, suffix = match.group(1), match.group(2) or ''
         group = wide.groups.setdefault(suffix, RequestGroup(suffix))
-        _parse_group_key(params, version, group, prefix, params.getall(key))
+        _parse_group_key(version, group, prefix, params.getall(key))
 
     if version >= (1, 36):
         _check_groups_1_36(wide.groups, wide.same_subtrees)

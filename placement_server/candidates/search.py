@@ -1,88 +1,73 @@
 """GET /allocation_candidates: the SQL side.
 
 Every query returns only providers that can take part in an answer:
-capacity ((total - reserved) * allocation_ratio - used), min_unit, max_unit
-and step_size are checked in SQL, with usage summed per provider and class
-in a derived table joined once, and trait and aggregate filters are
-semi-joins. Python only combines what comes back.
+capacity and unit limits (``provider_filters.capacity_for``, the rule lists
+use too) are checked in SQL, with usage summed per provider and class in a
+derived table joined once, and trait and aggregate filters are semi-joins.
+Python only combines what comes back.
 """
+from collections.abc import Collection
+from collections.abc import Iterable
 import dataclasses
 import functools
+from typing import Any
 
 import os_traits
 import sqlalchemy as sa
 
 from placement_server import errors
+from placement_server.candidates.combine import Capacity
+from placement_server.candidates.sql import ALLOC
+from placement_server.candidates.sql import INV
+from placement_server.candidates.sql import RP
+from placement_server.candidates.sql import RPA
+from placement_server.candidates.sql import RPT
+from placement_server.candidates.sql import ByIds
+from placement_server.candidates.sql import Column
+from placement_server.candidates.sql import Condition
+from placement_server.candidates.sql import Select
+from placement_server.candidates.sql import among
+from placement_server.candidates.sql import chunks
+from placement_server.candidates.sql import fetch_all
+from placement_server.candidates.sql import uncached
+from placement_server.db import provider_filters
 from placement_server.db import tables
 
-RP = tables.resource_providers
-INV = tables.inventories
-ALLOC = tables.allocations
-RPT = tables.resource_provider_traits
-RPA = tables.resource_provider_aggregates
 
-# Ids per IN list, to keep statements a sensible size.
-CHUNK = 5000
-
-
-def chunks(ids):
-    ids = sorted(ids)
-    for i in range(0, len(ids), CHUNK):
-        yield ids[i:i + CHUNK]
+@dataclasses.dataclass
+class GroupQuery:
+    """A request group with names resolved to ids."""
+    suffix: str
+    granular: bool
+    resources: dict[int, int]           # {class: amount}
+    required: list[frozenset[int]]      # any-of trait sets
+    forbidden: set[int]                 # traits
+    member_of: list[set[int]]           # any-of aggregate sets
+    forbidden_aggs: set[int]
+    tree_root: int | None = None
 
 
-def among(column, ids):
-    """``column IN (ids)`` with the integer ids written into the SQL.
-
-    Bound parameters cost SQLAlchemy real time per element (thousands per
-    request here); ids are integers we read from the database, formatted
-    with %d, so inlining them is safe.
-    """
-    if not ids:
-        return sa.false()
-    return column.op('IN')(sa.literal_column('(%s)' % ','.join(map(str, map(int, ids)))))
+def _whole(total: int, reserved: int, ratio: float) -> int:
+    """An inventory's capacity in whole units (rounded down, as summaries
+    show it): what the sum of several groups' amounts must fit."""
+    return int((total - reserved) * ratio)
 
 
-def uncached(conn):
-    """``conn`` for statements with ids written in (see ``among``)."""
-    return conn.execution_options(compiled_cache=None)
-
-
-def fetch_all(conn, stmt, cached=True):
-    """The rows of ``stmt`` as plain tuples, read from the DBAPI cursor.
-
-    For the large reads of a request (tens of thousands of rows at 10000
-    providers) SQLAlchemy's result rows cost four times the database work;
-    the statement still goes through SQLAlchemy (compiled-statement cache,
-    parameters), only the fetching skips its row layer. Statements with
-    ids written in (``among``) are never the same twice: ``cached=False``
-    keeps them out of the compiled-statement cache, which would otherwise
-    hold hundreds of them per worker.
-    """
-    if not cached:
-        conn = uncached(conn)
-    result = conn.execute(stmt)
-    try:
-        return result.cursor.fetchall()
-    finally:
-        result.close()
-
-
-def _has_any_trait(rp_col, trait_ids):
+def _has_any_trait(rp_col: Column, trait_ids: Iterable[int]) -> sa.Exists:
     return sa.exists().where(RPT.c.resource_provider_id == rp_col,
                              RPT.c.trait_id.in_(sorted(trait_ids)))
 
 
-def _in_any_aggregate(rp_col, agg_ids):
+def _in_any_aggregate(rp_col: Column, agg_ids: Iterable[int]) -> sa.Exists:
     return sa.exists().where(RPA.c.resource_provider_id == rp_col,
                              RPA.c.aggregate_id.in_(sorted(agg_ids)))
 
 
-def _in_all_aggregate_sets(rp_col, member_of):
+def _in_all_aggregate_sets(rp_col: Column, member_of: Iterable[Iterable[int]]) -> Condition:
     return sa.and_(*[_in_any_aggregate(rp_col, s) for s in member_of])
 
 
-def _names_statement():
+def _names_statement() -> sa.CompoundSelect[Any]:
     """Ids of the names a request uses, and the deployment's shape.
 
     One constant statement (lists are expanding parameters, so it compiles
@@ -94,7 +79,7 @@ def _names_statement():
     child = (sa.select(RP.c.id).where(RP.c.parent_provider_id.is_not(None))
              .limit(1).subquery('child'))
 
-    def named(kind, name_col, id_col, param):
+    def named(kind: str, name_col: Column, id_col: Column, param: str) -> Select:
         return (sa.select(sa.literal(kind).label('kind'), name_col.label('name'),
                           id_col.label('id'))
                 .where(name_col.in_(sa.bindparam(param, expanding=True))))
@@ -114,20 +99,21 @@ NAMES = _names_statement()
 @dataclasses.dataclass
 class Names:
     """What ``resolve`` found: ids by name, and the deployment's shape."""
-    classes: dict       # {class name: id}
-    traits: dict        # {trait name: id}
-    aggregates: dict    # {aggregate uuid: id}
-    sharing: dict       # {sharing provider id: set of its aggregate ids}
-    trees: bool         # whether any tree has more than one provider
+    classes: dict[str, int]         # {class name: id}
+    traits: dict[str, int]          # {trait name: id}
+    aggregates: dict[str, int]      # {aggregate uuid: id}
+    sharing: dict[int, set[int]]    # {sharing provider id: its aggregate ids}
+    trees: bool                     # whether any tree has more than one provider
 
 
-def resolve(conn, classes, traits, aggregates):
+def resolve(conn: sa.Connection, classes: Collection[str], traits: Collection[str],
+            aggregates: Collection[str]) -> Names:
     """Names for a request, in one round trip (two when providers share).
 
     An unknown class or trait is a 400; an unknown aggregate just matches
     nothing.
     """
-    found = {'c': {}, 't': {}, 'a': {}, 's': {}, 'n': {}}
+    found: dict[str, dict[Any, int]] = {'c': {}, 't': {}, 'a': {}, 's': {}, 'n': {}}
     for kind, name, id_ in conn.execute(NAMES, {'classes': sorted(classes),
                                                 'traits': sorted(traits),
                                                 'aggregates': sorted(aggregates)}):
@@ -139,7 +125,7 @@ def resolve(conn, classes, traits, aggregates):
     missing = sorted(set(traits) - set(found['t']))
     if missing:
         raise errors.BadRequest('No such trait(s): %s.' % ', '.join(missing))
-    sharing = {rp: set() for rp in found['s']}
+    sharing: dict[int, set[int]] = {rp: set() for rp in found['s']}
     if sharing:
         for rp, agg in conn.execute(sa.select(RPA.c.resource_provider_id, RPA.c.aggregate_id)
                                     .where(RPA.c.resource_provider_id.in_(sorted(sharing)))):
@@ -147,14 +133,14 @@ def resolve(conn, classes, traits, aggregates):
     return Names(found['c'], found['t'], found['a'], sharing, bool(found['n']))
 
 
-def root_of_uuid(conn, uuid):
+def root_of_uuid(conn: sa.Connection, uuid: str) -> int | None:
     return conn.execute(sa.select(RP.c.root_provider_id)
                         .where(RP.c.uuid == uuid)).scalar()
 
 
-def sharing_anchors(conn, sharing_ids):
+def sharing_anchors(conn: sa.Connection, sharing_ids: Collection[int]) -> dict[int, set[int]]:
     """{sharing provider id: roots of the trees it shares with, its own included}."""
-    anchors = {s: set() for s in sharing_ids}
+    anchors: dict[int, set[int]] = {s: set() for s in sharing_ids}
     if not sharing_ids:
         return anchors
     mine = RPA.alias('mine')
@@ -172,14 +158,14 @@ def sharing_anchors(conn, sharing_ids):
     return anchors
 
 
-def _trait_filters(rp_col, query):
-    conds = [_has_any_trait(rp_col, any_of) for any_of in query.required]
+def _trait_filters(rp_col: Column, query: GroupQuery) -> list[Condition]:
+    conds: list[Condition] = [_has_any_trait(rp_col, any_of) for any_of in query.required]
     if query.forbidden:
         conds.append(~_has_any_trait(rp_col, query.forbidden))
     return conds
 
 
-def _usage(rc_ids):
+def _usage(rc_ids: Iterable[int]) -> sa.Subquery:
     """Allocated amounts per provider and class, for the given classes."""
     return (sa.select(ALLOC.c.resource_provider_id.label('rp'),
                       ALLOC.c.resource_class_id.label('rc'),
@@ -189,7 +175,7 @@ def _usage(rc_ids):
             .subquery('usage'))
 
 
-def _with_room(resources):
+def _with_room(resources: dict[int, int]) -> Select:
     """Ids of providers with room for every (class, amount) in ``resources``.
 
     One pass over the inventories of the requested classes, usage joined
@@ -198,7 +184,8 @@ def _with_room(resources):
     """
     usage = _usage(resources)
     used = sa.func.coalesce(usage.c.used, 0)
-    fits = sa.or_(*[sa.and_(INV.c.resource_class_id == rc, *_fits(INV, used, amount))
+    fits = sa.or_(*[sa.and_(INV.c.resource_class_id == rc,
+                            provider_filters.capacity_for(amount, used))
                     for rc, amount in sorted(resources.items())])
     return (sa.select(INV.c.resource_provider_id)
             .select_from(INV.outerjoin(usage, sa.and_(
@@ -211,18 +198,25 @@ def _with_room(resources):
             .having(sa.func.count() >= len(resources)))
 
 
-def _linked(column, any_of_sets, forbidden):
+def _linked(column: Column, any_of_sets: Iterable[Iterable[int]],
+            forbidden: Collection[int]) -> list[Condition]:
     """Conditions on RP.c.id: a link (``column``: a trait or aggregate id)
     in each of ``any_of_sets``, and none in ``forbidden``."""
-    def holders(ids):
+    def holders(ids: Iterable[int]) -> Select:
         return sa.select(column.table.c.resource_provider_id).where(column.in_(sorted(ids)))
-    conds = [RP.c.id.in_(holders(any_of)) for any_of in any_of_sets]
+    conds: list[Condition] = [RP.c.id.in_(holders(any_of)) for any_of in any_of_sets]
     if forbidden:
         conds.append(RP.c.id.not_in(holders(forbidden)))
     return conds
 
 
-def _group_key(query):
+# A group's filters, hashable: resources, required, forbidden, member_of,
+# forbidden aggregates (each as sorted tuples) and the tree root.
+GroupKey = tuple[tuple[tuple[int, int], ...], tuple[tuple[int, ...], ...], tuple[int, ...],
+                 tuple[tuple[int, ...], ...], tuple[int, ...], int | None]
+
+
+def _group_key(query: GroupQuery) -> GroupKey:
     """A hashable form of a group's filters, for the statement memos."""
     return (tuple(sorted(query.resources.items())),
             tuple(sorted(tuple(sorted(s)) for s in query.required)),
@@ -232,7 +226,7 @@ def _group_key(query):
 
 
 @functools.lru_cache(maxsize=256)
-def _single_statement(key, versions):
+def _single_statement(key: GroupKey, versions: bool) -> Select:
     """Providers that alone satisfy a group, as (id, root id), followed by
     (uuid, generation) when ``versions`` is asked for.
 
@@ -240,7 +234,7 @@ def _single_statement(key, versions):
     Python than running it here, and schedulers repeat their requests.
     """
     resources, required, forbidden, member_of, forbidden_aggs, tree_root = key
-    conds = [RP.c.id.in_(_with_room(dict(resources)))]
+    conds: list[Condition] = [RP.c.id.in_(_with_room(dict(resources)))]
     conds += _linked(RPT.c.trait_id, required, forbidden)
     conds += _linked(RPA.c.aggregate_id, member_of, forbidden_aggs)
     if tree_root is not None:
@@ -251,7 +245,9 @@ def _single_statement(key, versions):
     return sa.select(*columns).where(*conds)
 
 
-def single_providers(conn, query, capacity_of=(), versions=True):
+def single_providers(conn: sa.Connection, query: GroupQuery, capacity_of: Collection[int] = (),
+                     versions: bool = True
+                     ) -> tuple[dict[int, int], Capacity, dict[int, tuple[str, int]]]:
     """Providers that alone satisfy a group: every class, trait and aggregate.
 
     Returns ({provider: root}, {(provider, class): (capacity, used, max_unit)},
@@ -261,7 +257,8 @@ def single_providers(conn, query, capacity_of=(), versions=True):
     trees the summaries read them with the tree members: not reading uuids
     here spares PyMySQL decoding hundreds of them in Python).
     """
-    roots, found_versions = {}, {}
+    roots: dict[int, int] = {}
+    found_versions: dict[int, tuple[str, int]] = {}
     for row in fetch_all(conn, _single_statement(_group_key(query), versions)):
         roots[row[0]] = row[1]
         if versions:
@@ -271,10 +268,10 @@ def single_providers(conn, query, capacity_of=(), versions=True):
     return roots, capacity, found_versions
 
 
-def capacities(conn, rp_ids, rc_ids):
+def capacities(conn: sa.Connection, rp_ids: Iterable[int], rc_ids: Iterable[int]) -> Capacity:
     """{(provider, class): (capacity, used, max_unit)} for the given pairs."""
     usage = _usage(rc_ids)
-    found = {}
+    found: Capacity = {}
     for chunk in chunks(rp_ids):
         for rp, rc, total, reserved, ratio, max_unit, used in fetch_all(conn, cached=False, stmt=(
                 sa.select(INV.c.resource_provider_id, INV.c.resource_class_id, INV.c.total,
@@ -285,30 +282,16 @@ def capacities(conn, rp_ids, rc_ids):
                     usage.c.rc == INV.c.resource_class_id)))
                 .where(among(INV.c.resource_provider_id, chunk),
                        INV.c.resource_class_id.in_(sorted(rc_ids))))):
-            found[rp, rc] = (int((total - reserved) * ratio), int(used), max_unit)
+            found[rp, rc] = (_whole(total, reserved, ratio), int(used), max_unit)
     return found
 
 
-def _fits(inv, used, amount):
-    # Written for the planner's estimates, which choose how the joins after
-    # this filter run: it guesses that an equality of expressions keeps
-    # 0.5% of rows and a comparison of expressions a third, so that on a
-    # cloud with room it plans for a handful of providers and joins
-    # thousands by index lookups. "step_size = 1 OR ..." is estimated from
-    # the column's statistics (nearly every step is 1), and "NOT (used
-    # exceeds capacity)" as two thirds.
-    return [sa.not_(used + amount > (inv.c.total - inv.c.reserved) * inv.c.allocation_ratio),
-            inv.c.min_unit <= amount,
-            inv.c.max_unit >= amount,
-            sa.or_(inv.c.step_size == 1, sa.literal(amount) % inv.c.step_size == 0)]
-
-
 @functools.lru_cache(maxsize=256)
-def _per_class_statements(key):
+def _per_class_statements(key: GroupKey) -> tuple[tuple[int, Select], ...]:
     """(class, statement) pairs for ``providers_per_class``, memoized on the
     group's filters like ``_single_statement``."""
     resources, required, forbidden, member_of, forbidden_aggs, tree_root = key
-    base = []
+    base: list[Condition] = []
     if forbidden:
         base.append(~_has_any_trait(RP.c.id, forbidden))
     if member_of:
@@ -332,11 +315,12 @@ def _per_class_statements(key):
             .join(INV, sa.and_(INV.c.resource_provider_id == RP.c.id,
                                INV.c.resource_class_id == rc_id))
             .outerjoin(usage, usage.c.rp == RP.c.id)
-            .where(*base, *_fits(INV, used, amount)))))
+            .where(*base, provider_filters.capacity_for(amount, used)))))
     return tuple(statements)
 
 
-def providers_per_class(conn, query):
+def providers_per_class(conn: sa.Connection, query: GroupQuery) -> tuple[
+        dict[int, list[int]], dict[int, int], Capacity, dict[int, set[int]]]:
     """For a group that may spread over a tree: per class, the providers with room.
 
     Provider filters: forbidden traits on the provider itself; member_of on
@@ -348,7 +332,10 @@ def providers_per_class(conn, query):
     Returns ({class: [provider]}, {provider: root},
              {(provider, class): (capacity, used, max_unit)}, {provider: {set index}}).
     """
-    by_class, roots, capacity, meets = {}, {}, {}, {}
+    by_class: dict[int, list[int]] = {}
+    roots: dict[int, int] = {}
+    capacity: Capacity = {}
+    meets: dict[int, set[int]] = {}
     for rc_id, statement in _per_class_statements(_group_key(query)):
         found = by_class[rc_id] = []
         for row in fetch_all(conn, statement):
@@ -356,27 +343,29 @@ def providers_per_class(conn, query):
             found.append(rp)
             roots[rp] = row[1]
             total, reserved, ratio, max_unit, used_now = row[2:7]
-            capacity[rp, rc_id] = (int((total - reserved) * ratio), int(used_now), max_unit)
+            capacity[rp, rc_id] = (_whole(total, reserved, ratio), int(used_now), max_unit)
             meets[rp] = {k for k, ok in enumerate(row[7:]) if ok}
         if not found:
             break
     return by_class, roots, capacity, meets
 
 
-def matching_roots(conn, root_ids, required, forbidden):
+def matching_roots(conn: sa.Connection, root_ids: Iterable[int], required: Iterable[int],
+                   forbidden: Collection[int]) -> set[int]:
     """Those of ``root_ids`` that have every ``required`` and no ``forbidden`` trait."""
-    conds = [_has_any_trait(RP.c.id, [t]) for t in required]
+    conds: list[Condition] = [_has_any_trait(RP.c.id, [t]) for t in required]
     if forbidden:
         conds.append(~_has_any_trait(RP.c.id, forbidden))
-    found = set()
+    found: set[int] = set()
     for chunk in chunks(root_ids):
         found.update(uncached(conn).execute(
             sa.select(RP.c.id).where(among(RP.c.id, chunk), *conds)).scalars())
     return found
 
 
-def roots_in_aggregates(conn, root_ids, agg_ids):
-    found = set()
+def roots_in_aggregates(conn: sa.Connection, root_ids: Iterable[int],
+                        agg_ids: Iterable[int]) -> set[int]:
+    found: set[int] = set()
     for chunk in chunks(root_ids):
         found.update(uncached(conn).execute(
             sa.select(RPA.c.resource_provider_id).distinct()
@@ -385,7 +374,7 @@ def roots_in_aggregates(conn, root_ids, agg_ids):
     return found
 
 
-def resourceless_providers(conn, query):
+def resourceless_providers(conn: sa.Connection, query: GroupQuery) -> dict[int, int]:
     """Providers meeting a group's trait and aggregate filters ({provider: root})."""
     conds = _trait_filters(RP.c.id, query)
     if query.member_of:
@@ -397,48 +386,7 @@ def resourceless_providers(conn, query):
     return dict(conn.execute(sa.select(RP.c.id, RP.c.root_provider_id).where(*conds)).all())
 
 
-class ByIds:
-    """A statement over one list of provider ids, compiled once per dialect.
-
-    ``build(holds)`` makes the statement, with ``holds(column)`` wherever it
-    filters a provider column by the ids. The ids (integers read from the
-    database) are written into the SQL text when it runs: compiling a
-    statement per id list, or binding thousands of parameters, costs more
-    than the query.
-    """
-    _MARK = '__provider_ids__'
-    # PostgreSQL estimates each element of an IN list on its own when it
-    # plans (2 ms per 1000 ids); the elements of one array, unnested, it
-    # counts and hashes.
-    _LIST = {'postgresql': "SELECT unnest('{%s}'::integer[])"}
-
-    def __init__(self, build):
-        self._build = build
-        self._sql = {}
-
-    def rows(self, conn, ids):
-        sql = self._sql.get(conn.dialect.name)
-        if sql is None:
-            stmt = self._build(
-                lambda column: column.op('IN')(sa.literal_column('(%s)' % self._MARK)))
-            sql = str(stmt.compile(dialect=conn.dialect,
-                                   compile_kwargs={'literal_binds': True}))
-            # Run without parameters, so no driver reads '%' as one.
-            assert '%' not in sql, sql
-            self._sql[conn.dialect.name] = sql
-        id_list = self._LIST.get(conn.dialect.name, '%s')
-        rows = []
-        for chunk in chunks(ids):
-            result = conn.exec_driver_sql(
-                sql.replace(self._MARK, id_list % ','.join(map(str, chunk))))
-            try:
-                rows += result.cursor.fetchall()
-            finally:
-                result.close()
-        return rows
-
-
-def _provider_rows(holds):
+def _provider_rows(holds: Condition) -> Select:
     return sa.select(RP.c.id, RP.c.uuid, RP.c.parent_provider_id,
                      RP.c.root_provider_id, RP.c.generation).where(holds)
 
@@ -447,12 +395,12 @@ _TREE_MEMBERS = ByIds(lambda holds: _provider_rows(holds(RP.c.root_provider_id))
 _PROVIDERS = ByIds(lambda holds: _provider_rows(holds(RP.c.id)))
 
 
-def tree_members(conn, root_ids):
+def tree_members(conn: sa.Connection, root_ids: Iterable[int]) -> list[Any]:
     """Rows (id, uuid, parent id, root id, generation) of every provider in
     the given trees."""
     return _TREE_MEMBERS.rows(conn, root_ids)
 
 
-def providers_by_id(conn, ids):
+def providers_by_id(conn: sa.Connection, ids: Iterable[int]) -> list[Any]:
     """The same rows for the given providers."""
     return _PROVIDERS.rows(conn, ids)
