@@ -1,7 +1,7 @@
 """The tracker's configuration: every option, one group per concern.
 
 The options themselves live beside the code that reads them (the agent's
-in ``agent_opts``, placement's connection in ``placement.client``, the
+in ``agent_opts``, placement's connection in ``placement.options``, the
 drivers' own in ``drivers.options``, those shared with nova-compute under
 nova's names in ``nova_opts``); this module gathers them for registration
 and for oslo-config-generator.
@@ -18,9 +18,9 @@ def list_opts():
     from tracker import agent_opts
     from tracker import nova_opts
     from tracker.drivers import options as driver_options
-    from tracker.placement import client as placement_client
+    from tracker.placement import options as placement_options
     return (nova_opts.list_opts() + agent_opts.list_opts()
-            + placement_client.list_opts() + driver_options.list_opts())
+            + placement_options.list_opts() + driver_options.list_opts())
 
 
 def register_opts(conf=CONF):

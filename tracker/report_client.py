@@ -6,8 +6,6 @@ path stays for whoever imports it from here (nova-style tests, tools).
 from tracker.placement.client import AllocationResult
 from tracker.placement.client import ReportClient
 from tracker.placement.client import SyncResult
-from tracker.placement.client import adapter_from_conf
-from tracker.placement.client import list_opts
 from tracker.placement.errors import ConsumerConflict
 from tracker.placement.errors import DuplicateProviderName
 from tracker.placement.errors import GenerationConflict
@@ -19,6 +17,8 @@ from tracker.placement.errors import PlacementUnreachable
 from tracker.placement.errors import ProviderInUse
 from tracker.placement.errors import ReshapeUnsupported
 from tracker.placement.errors import UnknownHost
+from tracker.placement.options import adapter_from_conf
+from tracker.placement.options import list_opts
 
 __all__ = [
     'AllocationResult', 'ConsumerConflict', 'DuplicateProviderName',

@@ -22,7 +22,7 @@ from tests.functional.report_client_fixtures import http_adapter
 from tracker import conf as tracker_conf
 from tracker.placement import errors
 from tracker.placement.client import ReportClient
-from tracker.placement.client import list_opts
+from tracker.placement.options import list_opts
 
 
 def adapter_onto(app):

@@ -17,22 +17,22 @@ client removes only those it wrote itself and the host no longer reports;
 anything another writer added stays. What it wrote is kept in a state file
 across restarts (tracker.placement.ownership).
 """
-import copy
 import logging
 import threading
 from typing import Any
 
 from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import exceptions as ks_exc
-from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 
+from tracker import conf as tracker_conf
 from tracker.placement import allocations as alloc_mod
 from tracker.placement import consumers as consumers_mod
 from tracker.placement import errors
 from tracker.placement import http as http_mod
 from tracker.placement import known as known_mod
 from tracker.placement import membership
+from tracker.placement import options
 from tracker.placement import ownership
 from tracker.placement import resources
 from tracker.placement import sync as sync_mod
@@ -40,7 +40,6 @@ from tracker.placement import watch
 from tracker.placement.allocations import Instance
 from tracker.placement.consumers import AllocationResult
 from tracker.placement.errors import GenerationConflict
-from tracker.placement.errors import PlacementConfigError
 from tracker.placement.errors import PlacementError
 from tracker.placement.errors import PlacementUnreachable
 from tracker.placement.sync import SyncResult
@@ -48,89 +47,6 @@ from tracker.providers import tree as tree_mod
 from tracker.providers.provider import Provider
 
 LOG = logging.getLogger(__name__)
-GROUP = 'placement'
-
-client_opts = [
-    cfg.IntOpt('association_refresh_interval', default=300, min=0,
-               help='Seconds between rereads of what placement holds for this '
-                    'host (traits, aggregates and sharing providers written by '
-                    'others, allocations). 0: only on start and after conflicts.'),
-    cfg.IntOpt('generation_conflict_retries', default=3, min=0,
-               help='How many times one write is retried after another writer '
-                    'changed the provider (409 concurrent_update).'),
-]
-
-
-def _optional(opts: list[cfg.Opt]) -> list[cfg.Opt]:
-    # Plugins mark some options required (the password plugin's auth_url);
-    # registered as such, every tool reading tracker.conf would fail to load
-    # without placement credentials. The plugin checks them itself on load.
-    copies = []
-    for opt in opts:
-        opt = copy.copy(opt)
-        opt.required = False
-        copies.append(opt)
-    return copies
-
-
-# nova's defaults for its [placement] adapter: the same nova.conf finds
-# placement at the same endpoint for both.
-NOVA_ADAPTER_DEFAULTS: dict[str, Any] = {'service_type': 'placement',
-                         'valid_interfaces': ['internal', 'public']}
-
-
-def _nova_defaults(opts: list[cfg.Opt]) -> list[cfg.Opt]:
-    copies = []
-    for opt in opts:
-        if opt.dest in NOVA_ADAPTER_DEFAULTS:
-            opt = copy.copy(opt)
-            opt.default = NOVA_ADAPTER_DEFAULTS[opt.dest]
-        copies.append(opt)
-    return copies
-
-
-def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
-    """[placement]: keystoneauth session, auth, adapter options and ours."""
-    opts = (ks_loading.get_session_conf_options()
-            + ks_loading.get_auth_common_conf_options()
-            + _optional(ks_loading.get_auth_plugin_conf_options('password'))
-            + _nova_defaults(ks_loading.get_adapter_conf_options(include_deprecated=False))
-            + client_opts)
-    unique: dict[str, cfg.Opt] = {}
-    for opt in opts:
-        unique.setdefault(opt.dest, opt)
-    return [(GROUP, list(unique.values()))]
-
-
-def _auth_from_conf(conf: cfg.ConfigOpts) -> Any:
-    group = conf[GROUP]
-    if not group.auth_type:
-        return None
-    loader: Any = ks_loading.get_plugin_loader(group.auth_type)
-    conf.register_opts(_optional(ks_loading.get_auth_plugin_conf_options(loader)),
-                       group=GROUP)
-    return loader.load_from_options(**{o.dest: group[o.dest]
-                                        for o in loader.get_options()})
-
-
-# keystoneauth's admin_token plugin only makes sense against a development
-# server (noauth2), which takes the caller's roles from this header. The
-# agent is a service: without the role placement's default policy refuses
-# its reshapes. Behind keystone the header is never sent (keystonemiddleware
-# would drop it anyway).
-DEVELOPMENT_ROLES = {'X-Roles': 'admin,service'}
-
-
-def adapter_from_conf(conf: cfg.ConfigOpts) -> ks_adapter.Adapter:
-    """A keystoneauth1 Adapter for placement, from the [placement] group."""
-    auth = _auth_from_conf(conf)
-    session = ks_loading.load_session_from_conf_options(conf, GROUP, auth=auth)
-    headers = DEVELOPMENT_ROLES if conf[GROUP].auth_type == 'admin_token' else None
-    return ks_loading.load_adapter_from_conf_options(
-        conf, GROUP, session=session, auth=auth, additional_headers=headers,
-        service_type=conf[GROUP].service_type or 'placement')
-
-
 class ReportClient:
 
     def __init__(self, conf: cfg.ConfigOpts | None = None,
@@ -138,22 +54,20 @@ class ReportClient:
                  microversion: str | None = None, state_file: str | None = None) -> None:
         """``state_file``: where what the tracker owns is kept across
         restarts (see tracker.placement.ownership); None: in memory."""
-        group: Any = conf[GROUP] if conf is not None else None
+        group: Any = conf[options.GROUP] if conf is not None else None
         if adapter is None:
             if conf is None:
                 raise ValueError('ReportClient needs a conf or an adapter')
             if not group.auth_type:
                 # Without a plugin keystoneauth fails at the first request,
                 # which would read as an outage of placement.
-                from tracker import conf as tracker_conf
                 raise errors.PlacementConfigError(
                     'configuration: [placement] auth_type is not set, so there '
                     'are no credentials for placement (%s)' % tracker_conf.sources(conf))
             try:
-                adapter = adapter_from_conf(conf)
+                adapter = options.adapter_from_conf(conf)
             except (ks_exc.ClientException, TypeError) as e:
-                from tracker import conf as tracker_conf
-                raise PlacementConfigError(
+                raise errors.PlacementConfigError(
                     'configuration: [placement] options do not describe a way to '
                     'reach placement: %s (%s)' % (e, tracker_conf.sources(conf))) from e
         retries = group.connect_retries if group is not None else None
