@@ -136,7 +136,10 @@ def _check_capacity(conn, claims, provider_rows, class_ids):
     """409 unless every claim fits; one query for all providers and classes.
 
     ``claims`` is [(provider uuid, class, used)], after the consumers' old
-    allocations were deleted in this transaction.
+    allocations were deleted in this transaction. The rule is
+    ``provider_filters.capacity_for``'s, judged here in Python because the
+    answer must say which limit failed; tests/functional/
+    test_candidates_capacity.py holds the two to the same reference.
     """
     rp_ids = {provider_rows[u]['id'] for u, _, _ in claims}
     rc_ids = {class_ids[rc] for _, rc, _ in claims}

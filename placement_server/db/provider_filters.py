@@ -46,7 +46,9 @@ def capacity_for(amount, used, inv=INV):
     """``inv`` can take ``amount`` more, ``used`` being allocated already:
     free capacity and unit limits. The one rule for lists and candidates
     (where several groups take from one provider, candidates.combine checks
-    only the sum against capacity and max_unit; each amount passed here).
+    only the sum against capacity and max_unit; each amount passed here);
+    claims apply it in Python (allocations._check_capacity), held to the
+    same reference by tests/functional/test_candidates_capacity.py.
 
     Written for the planner's estimates, which choose how the joins after
     this filter run (candidates join usage and providers after it): it

@@ -1,15 +1,18 @@
-"""One capacity rule for lists and candidates, on every backend.
+"""One capacity rule for lists, candidates and claims, on every backend.
 
 GET /resource_providers?resources= and GET /allocation_candidates judge
 "can this inventory take that much more" with the same SQL
 (``provider_filters.capacity_for``) in different statements: lists with
 usage as a correlated subquery, candidates with usage joined once, either
-for one provider per group or per class across a tree. On random
-inventories (reserved, fractional allocation ratios, min_unit, max_unit,
-step_size) and usage, all of them must pick exactly the providers the
-reference rule picks, and show the capacity it computes.
+for one provider per group or per class across a tree. A claim judges it
+in Python on the rows it locked (``allocations._check_capacity``: it must
+say which limit failed). On random inventories (reserved, fractional
+allocation ratios, min_unit, max_unit, step_size) and usage, all of them
+must agree with the reference rule: pick exactly the providers it picks,
+show the capacity it computes, accept exactly the claims it accepts.
 """
 import random
+import uuid
 
 import pytest
 
@@ -76,3 +79,23 @@ def test_lists_and_candidates_fit_by_the_reference_rule(api, database, seed, nes
                 assert summaries[p.uuid]['resources']['VCPU'] == {
                     'capacity': p.inventories['VCPU'].capacity,
                     'used': p.used.get('VCPU', 0)}, p.uuid
+
+
+@pytest.mark.parametrize('seed', range(3))
+def test_claims_fit_by_the_reference_rule(api, database, seed):
+    world = _world(database, random.Random(seed), nested=False)
+    for p in world.providers.values():
+        inv = p.inventories['VCPU']
+        free = int(inv.capacity) - p.used.get('VCPU', 0)
+        amounts = {1, inv.min_unit - 1, inv.min_unit, inv.max_unit, inv.max_unit + 1,
+                   inv.step_size + 1, free, free + 1}
+        for amount in sorted(a for a in amounts if a > 0):
+            consumer = str(uuid.uuid4())
+            resp = api.put('/allocations/%s' % consumer, {
+                'allocations': {p.uuid: {'resources': {'VCPU': amount}}},
+                'consumer_generation': None, 'project_id': 'p', 'user_id': 'u'},
+                version='1.28')
+            assert resp.status_int == (204 if reference.fits(p, 'VCPU', amount) else 409), (
+                p.uuid, amount, resp.body)
+            if resp.status_int == 204:
+                assert api.delete('/allocations/%s' % consumer).status_int == 204
