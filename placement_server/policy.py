@@ -8,7 +8,10 @@ defaults are enforced unless the operator turns them off.
 One enforcer per process: ``init(conf)`` binds it to the service's
 configuration; without it (in-process tools and tests) the defaults apply.
 """
+import collections.abc
 import sys
+import threading
+import time
 
 from oslo_config import cfg
 from oslo_policy import opts as policy_opts
@@ -63,12 +66,73 @@ def get_enforcer():
     return _make_enforcer(conf)
 
 
+# How often the enforcer looks at the policy file for changes. oslo.policy
+# does it on every check (a search of the config dirs, a stat per place),
+# and inspects each rule's signature as it evaluates it: 0.6 ms of CPU per
+# request, a fifth of a cheap write's. A decision depends only on the
+# rules, the caller's credentials and the target, so it is kept until the
+# next look at the file. (A rule asking a remote server, oslo.policy's
+# http: check, is then asked once per caller, target and look.)
+RELOAD_EVERY = 1.0
+
+
+class _Decisions:
+    """The enforcer's decisions since it last looked at the policy file."""
+
+    def __init__(self, enforcer):
+        self.enforcer = enforcer
+        self.looked_at = None
+        self.allowed = {}
+        self.lock = threading.Lock()
+
+    def get(self, action, target, context):
+        now = time.monotonic()
+        with self.lock:
+            if self.looked_at is None or now - self.looked_at >= RELOAD_EVERY:
+                self.enforcer.load_rules()
+                self.allowed.clear()
+                self.looked_at = now
+        key = _frozen((action, target, context.to_policy_values()))
+        allowed = self.allowed.get(key) if key is not None else None
+        if allowed is None:
+            try:
+                allowed = self.enforcer.authorize(action, target, context)
+            except oslo_policy.InvalidScope:
+                allowed = False
+            if key is not None:
+                self.allowed[key] = allowed
+        return allowed
+
+
+def _frozen(value):
+    """``value`` as a hashable key, or None if some part cannot be one."""
+    if isinstance(value, collections.abc.Mapping):
+        value = dict(value)
+        items = [(k, _frozen(v)) for k, v in value.items()]
+        if any(v is None and value[k] is not None for k, v in items):
+            return None
+        return ('dict', tuple(sorted(items, key=lambda kv: str(kv[0]))))
+    if isinstance(value, (list, tuple)):
+        items = [_frozen(v) for v in value]
+        if any(v is None and o is not None for v, o in zip(items, value)):
+            return None
+        return ('seq', tuple(items))
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return None
+
+
+_DECISIONS = None
+
+
 def authorize(context, action, target):
     """Raise Forbidden (403) unless the rule for ``action`` passes."""
-    try:
-        allowed = _default_enforcer().authorize(action, target, context)
-    except oslo_policy.InvalidScope:
-        allowed = False
+    global _DECISIONS
+    enforcer = _default_enforcer()
+    decisions = _DECISIONS
+    if decisions is None or decisions.enforcer is not enforcer:
+        decisions = _DECISIONS = _Decisions(enforcer)
+    allowed = decisions.get(action, target, context)
     if not allowed:
         raise errors.Forbidden(
             'Policy does not allow %s to be performed.' % action)

@@ -91,7 +91,8 @@ def modified(row):
 
 
 def json_response(req, body, status=200, modified=None, headers=None):
-    """Render ``body`` as JSON; from 1.15 with Last-Modified and no-cache.
+    """Render ``body`` as JSON (unless it is JSON bytes already); from 1.15
+    with Last-Modified and no-cache.
 
     ``modified`` is the newest timestamp of what the body shows: pass it
     for representations of stored things (GET, and writes that return the
@@ -99,7 +100,7 @@ def json_response(req, body, status=200, modified=None, headers=None):
     """
     resp = webob.Response(status=status, charset='utf-8',
                           content_type='application/json')
-    resp.body = _encode(body)
+    resp.body = body if isinstance(body, bytes) else _encode(body)
     if modified is not None and req.version >= (1, 15):
         if modified.tzinfo is None:
             modified = modified.replace(tzinfo=datetime.timezone.utc)

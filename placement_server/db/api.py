@@ -7,12 +7,16 @@ transaction: a multi-row write either commits whole or changes nothing.
 PostgreSQL and MySQL/MariaDB engines come from oslo.db, as upstream
 services make them: the MySQL SQL mode and Galera's ``wsrep_sync_wait``
 set on each new connection, pool settings and recycle time from
-``[placement_database]`` (oslo.db's option names), a ping on checkout that
-replaces a connection the database dropped, and oslo.db's exception
+``[placement_database]`` (oslo.db's option names), and oslo.db's exception
 filters, which name what went wrong: ``DBDeadlock`` (deadlocks, lock wait
 timeouts and Galera certification failures, which surface at COMMIT),
 ``DBConnectionError``, ``DBDuplicateEntry``... SQLite keeps its own setup
 (one writer at a time, see below) behind the same filters.
+
+Round trips are most of what a request costs the database beside its
+statements, so the pool pings a connection only after it idled
+(``PING_AFTER_IDLE``), skips the rollback on checkin when nothing is
+open, and PostgreSQL readers run without BEGIN and ROLLBACK.
 
 ``retry_on_deadlock`` (oslo.db's ``wrap_db_retry``) replays the whole
 transaction a bounded number of times, each attempt a fresh transaction
@@ -23,6 +27,7 @@ import contextlib
 import datetime
 import functools
 import logging
+import time
 
 from oslo_db import api as oslo_db_api
 from oslo_db import exception as db_exc
@@ -170,6 +175,62 @@ _CONNECTION_EVENTS = [name for name, value in vars(sa_events.ConnectionEvents).i
                       if callable(value) and not name.startswith('_')]
 
 
+# A connection back from the pool after this many seconds idle is pinged
+# first and replaced if the database dropped it (a restart, a failover, an
+# idle timeout), so the request never meets the dead one. One used more
+# recently is not: a database lost since then fails the request's first
+# statement instead, which is a 503, and SQLAlchemy replaces every pooled
+# connection before the next request. The ping is a round trip; under
+# steady traffic skipping it is 1 of 3-4 per read request.
+PING_AFTER_IDLE = 1.0
+
+
+def _engine_with_lazy_ping(url, **engine_args):
+    """oslo.db's engine, with the ping on checkout only after idling and
+    no rollback on checkin for a connection with no transaction open."""
+    engine_args.update(pool_pre_ping=False, pool_reset_on_return=None)
+    engine = sa.create_engine(url, **engine_args)
+    event.listen(engine.pool, 'checkin', _note_idle_since)
+    event.listen(engine.pool, 'checkout', _ping_after_idle)
+    event.listen(engine.pool, 'reset', _rollback_if_open)
+    return engine, engine
+
+
+def _note_idle_since(_dbapi_conn, record):
+    if record is not None:
+        record.info['idle_since'] = time.monotonic()
+
+
+def _ping_after_idle(dbapi_conn, record, fairy):
+    idle_since = record.info.get('idle_since')
+    if idle_since is None or time.monotonic() - idle_since < PING_AFTER_IDLE:
+        return   # a new connection, or one in use a moment ago
+    dialect = fairy._pool._dialect
+    try:
+        dialect.do_ping(dbapi_conn)
+    except dialect.loaded_dbapi.Error as e:
+        if not dialect.is_disconnect(e, dbapi_conn, None):
+            raise
+        # The pool reconnects, and drops every connection as old as this one.
+        raise sa.exc.InvalidatePoolError(str(e)) from e
+
+
+def _rollback_if_open(dbapi_conn, _record, reset_state):
+    """What the pool does on checkin instead of an unconditional rollback:
+    a connection whose transaction was committed or rolled back (every
+    ``writer()``, every ``reader()``) has nothing to undo, and PyMySQL
+    would still send ROLLBACK (psycopg2 skips it by itself)."""
+    if reset_state.transaction_was_reset or not reset_state.asyncio_safe:
+        return
+    status = getattr(dbapi_conn, 'server_status', None)   # PyMySQL's
+    if isinstance(status, int) and not status & _MYSQL_IN_TRANSACTION:
+        return
+    dbapi_conn.rollback()
+
+
+_MYSQL_IN_TRANSACTION = 1   # SERVER_STATUS_IN_TRANS in the OK packet
+
+
 def create_engine(url, max_pool_size=None, max_overflow=None, pool_timeout=None,
                   connection_recycle_time=3600, mysql_sql_mode='TRADITIONAL',
                   mysql_wsrep_sync_wait=None, connection_parameters=None):
@@ -196,7 +257,7 @@ def create_engine(url, max_pool_size=None, max_overflow=None, pool_timeout=None,
         # until it is back); commands check the connection themselves.
         max_retries=0,
         # The checkin hook yields to eventlet's green threads: none here.
-        thread_checkin=False))
+        thread_checkin=False, _engine_target=_engine_with_lazy_ping))
 
 
 # libpq's words for a refused or dropped connection that oslo.db's filters
@@ -225,6 +286,17 @@ def _unavailable_on_disconnect():
             'The placement database is unreachable; try again.')
 
 
+@contextlib.contextmanager
+def _autocommit(conn):
+    dbapi_conn = conn.connection.dbapi_connection
+    dbapi_conn.autocommit = True   # no round trip with psycopg2
+    try:
+        yield
+    finally:
+        if not dbapi_conn.closed:   # dropped by a lost connection
+            dbapi_conn.autocommit = False
+
+
 class Database:
     """A process's handle on the placement database."""
 
@@ -235,11 +307,21 @@ class Database:
 
     @contextlib.contextmanager
     def reader(self):
-        """A connection for reads; nothing it does is committed."""
+        """A connection for reads; nothing it does is committed.
+
+        On PostgreSQL its statements run outside a transaction: under READ
+        COMMITTED each statement sees its own snapshot either way, and
+        psycopg2 would spend a round trip on BEGIN and another on
+        ROLLBACK. (On MariaDB the same switch is itself a round trip; on
+        SQLite the transaction keeps one snapshot for the request.)
+        """
         with _unavailable_on_disconnect(), self.engine.connect() as conn:
-            yield conn
-            if conn.in_transaction():
-                conn.rollback()
+            if self.dialect == 'postgresql':
+                with _autocommit(conn):
+                    yield conn
+            else:
+                yield conn
+            # Closing the connection ends its transaction (rolled back).
 
     @contextlib.contextmanager
     def writer(self):

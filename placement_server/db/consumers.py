@@ -31,7 +31,7 @@ class InsertRace(providers.ConcurrentUpdate):
 def _insert(conn, table, values):
     """Insert a row; its id, or InsertRace when a unique key already holds it."""
     try:
-        return conn.execute(table.insert().values(values)).inserted_primary_key[0]
+        return conn.execute(table.insert(), values).inserted_primary_key[0]
     except api.CONSTRAINT_VIOLATION:
         raise InsertRace('%s was created by another request meanwhile; try again.'
                          % table.name.rstrip('s'))
@@ -78,13 +78,16 @@ def view_query():
                          .outerjoin(CTYPE, CTYPE.c.id == CONSUMER.c.consumer_type_id)))
 
 
+_LOCK = (sa.select(CONSUMER.c.id, CONSUMER.c.uuid, CONSUMER.c.generation,
+                   CONSUMER.c.project_id, CONSUMER.c.user_id, CONSUMER.c.consumer_type_id)
+         .where(CONSUMER.c.uuid.in_(sa.bindparam('uuids', expanding=True)))
+         .with_for_update())
+
+
 def lock(conn, uuids):
     """Lock the rows of those of ``uuids`` that exist (writers queue here);
     {uuid: row (id, uuid, generation and the ids it points at)}."""
-    rows = conn.execute(
-        sa.select(CONSUMER.c.id, CONSUMER.c.uuid, CONSUMER.c.generation,
-                  CONSUMER.c.project_id, CONSUMER.c.user_id, CONSUMER.c.consumer_type_id)
-        .where(CONSUMER.c.uuid.in_(list(uuids))).with_for_update()).mappings()
+    rows = conn.execute(_LOCK, {'uuids': list(uuids)}).mappings()
     return {r['uuid']: r for r in rows}
 
 

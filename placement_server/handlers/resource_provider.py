@@ -1,4 +1,5 @@
 """/resource_providers: create, list (with filters), show, update, delete."""
+import json
 import uuid as uuidlib
 
 from placement_server import errors
@@ -36,6 +37,33 @@ def renderer(req):
             body['root_provider_uuid'] = row[7]
         return body
     return render
+
+
+def list_body(req, rows):
+    """The JSON of a provider list, the same as rendering each row with
+    ``renderer`` and encoding the whole, written as text: at 1000
+    providers building the dicts cost more than the query."""
+    version = req.version
+    quoted = json.encoder.encode_basestring   # a JSON string, quotes included
+    # Each provider's text up to its name is these pieces joined by its
+    # uuid: '{"uuid":"<uuid>","links":[{"rel":"self","href":".../<uuid>"},...'
+    pieces = ['{"uuid":"']
+    links = [(rel, suffix) for wanted, rel, suffix in _LINKS if version >= wanted]
+    after = '","links":['
+    for rel, suffix in links:
+        pieces.append(after + '{"rel":"%s","href":"/resource_providers/' % rel)
+        after = suffix + '"},'
+    pieces.append(after[:-1] + '],"name":')
+    nested = version >= (1, 14)
+
+    def one(row):
+        head = row[1].join(pieces) + quoted(row[2])
+        if nested:
+            return '%s,"generation":%d,"parent_provider_uuid":%s,"root_provider_uuid":%s}' % (
+                head, row[3], 'null' if row[6] is None else quoted(row[6]),
+                'null' if row[7] is None else quoted(row[7]))
+        return '%s,"generation":%d}' % (head, row[3])
+    return ('{"resource_providers":[' + ','.join(map(one, rows)) + ']}').encode()
 
 
 def _modified(row):
@@ -101,10 +129,7 @@ def list_resource_providers(req):
     with req.db.reader() as conn:
         where = provider_filters.conditions(conn, **filters)
         rows, newest = db.list_view(conn, where)
-    render = renderer(req)
-    return util.json_response(
-        req, {'resource_providers': [render(r) for r in rows]},
-        modified=util.last_modified(newest))
+    return util.json_response(req, list_body(req, rows), modified=util.last_modified(newest))
 
 
 def get_resource_provider(req, uuid):

@@ -4,6 +4,7 @@ A deadlock (or Galera's certification failure, which MariaDB reports as
 one) is replayed; a lost database is a 503 JSON error, never a 500.
 """
 import threading
+import time
 
 from oslo_db import exception as db_exc
 import pytest
@@ -126,3 +127,50 @@ def test_a_deadlock_hidden_by_a_failed_savepoint_rollback_is_replayed():
 
     assert create() == 'created'
     assert len(calls) == 2
+
+
+def _drop_pooled_connection(test_db):
+    """The database ends the session of the one connection the pool holds
+    (as a restart or a failover would)."""
+    test_db.db.engine.dispose()   # other tests' connections
+    with test_db.db.engine.connect() as conn:
+        if test_db.backend == 'postgresql':
+            session = conn.exec_driver_sql('SELECT pg_backend_pid()').scalar()
+            kill = 'SELECT pg_terminate_backend(%d)' % session
+            alive = 'SELECT count(*) FROM pg_stat_activity WHERE pid = %d' % session
+        else:
+            session = conn.exec_driver_sql('SELECT CONNECTION_ID()').scalar()
+            kill = 'KILL %d' % session
+            alive = ('SELECT count(*) FROM information_schema.processlist '
+                     'WHERE id = %d' % session)
+    with test_db._admin.connect() as admin:
+        admin.exec_driver_sql(kill)
+        deadline = time.monotonic() + 10
+        while admin.exec_driver_sql(alive).scalar():   # the kill lands later
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+
+
+def _read(db):
+    with db.reader() as conn:
+        return conn.execute(sa.select(sa.func.count()).select_from(tables.traits)).scalar()
+
+
+@pytest.mark.parametrize('backend', ['postgresql', 'mysql'])
+def test_a_connection_dropped_while_idle_is_replaced_unseen(_databases, backend,
+                                                           monkeypatch):
+    test_db = _databases(backend)
+    _drop_pooled_connection(test_db)
+    monkeypatch.setattr(db_api, 'PING_AFTER_IDLE', 0)   # it has been idle long enough
+    assert _read(test_db.db) > 0
+
+
+@pytest.mark.parametrize('backend', ['postgresql', 'mysql'])
+def test_a_connection_dropped_just_after_use_is_one_503_then_recovers(_databases, backend):
+    test_db = _databases(backend)
+    _drop_pooled_connection(test_db)
+    with pytest.raises(errors.ServiceUnavailable):
+        _read(test_db.db)   # taken back at once: not pinged
+    assert _read(test_db.db) > 0
+    with test_db.db.writer() as conn:
+        conn.execute(tables.traits.update().where(tables.traits.c.id < 0).values(name='x'))

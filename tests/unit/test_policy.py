@@ -99,6 +99,25 @@ def test_a_policy_file_overrides_the_defaults(tmp_path):
     assert allowed(ctx(['admin']), 'placement:resource_providers:create')   # untouched
 
 
+def test_an_edited_policy_file_applies_at_the_next_look(tmp_path, monkeypatch):
+    policy_file = tmp_path / 'policy.yaml'
+    policy_file.write_text('"placement:resource_providers:list": "role:reader"\n')
+    conf_file = tmp_path / 'placement.conf'
+    conf_file.write_text('[oslo_policy]\npolicy_file = %s\n' % policy_file)
+    conf = cfg.ConfigOpts()
+    policy.register_opts(conf)
+    conf([], project='placement', default_config_files=[str(conf_file)])
+    policy.init(conf)
+    assert allowed(ctx(['reader']), 'placement:resource_providers:list')
+    assert not allowed(ctx(['member']), 'placement:resource_providers:list')
+    policy_file.write_text('"placement:resource_providers:list": "role:member"\n')
+    later = policy_file.stat().st_mtime + 10   # a newer mtime, however fast the edit
+    os.utime(policy_file, (later, later))
+    monkeypatch.setattr(policy, 'RELOAD_EVERY', 0)   # the next look is now
+    assert not allowed(ctx(['reader']), 'placement:resource_providers:list')
+    assert allowed(ctx(['member']), 'placement:resource_providers:list')
+
+
 def test_sample_generator_entry_point():
     result = subprocess.run([os.path.join(BIN, 'oslopolicy-sample-generator'),
                              '--namespace', 'placement_server'],
