@@ -176,9 +176,10 @@ def median_ms(fn, repeat):
 
 # The steps of a request that --breakdown times: (module, function).
 STEPS = [(candidates.search, n) for n in ('resolve', 'single_providers', 'providers_per_class',
-                                           'tree_members', 'capacities')] + [
+                                           'single_providers_of_groups', 'capacities')] + [
     (candidates.combine, n) for n in ('single_provider_options', 'spread_options', 'merge')] + [
-    (candidates.summaries, 'summaries_data'), (candidates_render, 'render'), (candidates, 'find')]
+    (candidates.summaries, n) for n in ('tree_members_and_usage', 'summaries_data')] + [
+    (candidates_render, 'render'), (candidates, 'find')]
 
 
 def breakdown(send, repeat):

@@ -97,6 +97,7 @@ class _Search:
             self.shared_classes |= seen & set(query.resources)
             seen |= set(query.resources)
         self._tree_rows: dict[int, list[Any]] = {}   # {root: provider rows}
+        self.used: summaries.Used = {}     # of the providers in _tree_rows
         self.sharing, self.trees = names.sharing, names.trees
         # Without trees or sharing providers every group is one provider.
         self.spread_needed = bool(self.sharing) or self.trees
@@ -104,12 +105,30 @@ class _Search:
         self.version_of: dict[int, summaries.Version] = {}
         self.capacity: combine.Capacity = {}
         self._anchors: dict[int, set[int]] = {}
+        # {suffix: single_providers' answer} for groups searched together
+        self._singles: dict[str, tuple[dict[int, int], combine.Capacity,
+                                       dict[int, tuple[str, int]]]] = {}
+
+    def _single_provider_group(self, query: search.GroupQuery) -> bool:
+        return bool(query.resources) and (query.granular or not self.spread_needed)
+
+    def search_singles_together(self, queries: list[search.GroupQuery]) -> None:
+        """The single-provider groups' searches as one statement, when
+        there are several (granular groups usually are)."""
+        singles = [q for q in queries if self._single_provider_group(q)]
+        if len(singles) > 1:
+            answers = search.single_providers_of_groups(
+                self.conn, singles, self.shared_classes, versions=not self.trees)
+            self._singles = {q.suffix: a for q, a in zip(singles, answers)}
 
     def tree_members(self, root_ids: Collection[int]) -> list[Any]:
-        """Rows (id, uuid, parent, root) of the given trees, read once per request."""
+        """Rows (id, uuid, parent, root, generation) of the given trees,
+        read once per request, with their usage (``used``)."""
         missing = set(root_ids) - self._tree_rows.keys()
         if missing:
-            for row in search.tree_members(self.conn, missing):
+            rows, used = summaries.tree_members_and_usage(self.conn, missing)
+            self.used.update(used)
+            for row in rows:
                 self._tree_rows.setdefault(row[3], []).append(row)
             for root in missing:
                 self._tree_rows.setdefault(root, [])
@@ -134,8 +153,11 @@ class _Search:
             found = search.resourceless_providers(self.conn, query)
             return self._single(found, query)
         if query.granular or not self.spread_needed:
-            found, capacity, versions = search.single_providers(
-                self.conn, query, self.shared_classes, versions=not self.trees)
+            answer = self._singles.pop(query.suffix, None)
+            if answer is None:
+                answer = search.single_providers(
+                    self.conn, query, self.shared_classes, versions=not self.trees)
+            found, capacity, versions = answer
             self.capacity.update(capacity)
             self.version_of.update(versions)
             return self._single(found, query)
@@ -224,6 +246,7 @@ def _combined(conn: sa.Connection, request: request_mod.CandidateRequest, state:
               stop_after: int | None) -> list[combine.Candidate]:
     """Candidates made of one piece per group under a common anchor."""
     options = {}
+    state.search_singles_together(queries)
     for query in queries:
         options[query.suffix] = found = state.options(query)
         if not found:
@@ -250,6 +273,7 @@ def _with_summaries(conn: sa.Connection, request: request_mod.CandidateRequest,
                     class_names: dict[int, str]) -> Result:
     used_rps = {rp for c in candidates for rp in c.amounts}
     roots: set[int] | None = None    # set when whole trees are shown
+    known_usage = None
     providers: dict[int, tuple[str, int | None, int]]
     versions: dict[int, summaries.Version]
     if not state.trees and used_rps <= state.version_of.keys():
@@ -260,6 +284,7 @@ def _with_summaries(conn: sa.Connection, request: request_mod.CandidateRequest,
         if request.nested_aware:
             roots = {state.root_of[rp] for rp in used_rps}
             rows = state.tree_members(roots)
+            known_usage = state.used
         else:
             rows = search.providers_by_id(conn, used_rps)
         providers = {r[0]: (r[1], r[2], r[3]) for r in rows}
@@ -269,6 +294,6 @@ def _with_summaries(conn: sa.Connection, request: request_mod.CandidateRequest,
     if missing:
         providers.update({r[0]: (r[1], r[2], r[3])
                           for r in search.providers_by_id(conn, missing)})
-    resources, traits = summaries.summaries_data(conn, versions, roots)
+    resources, traits = summaries.summaries_data(conn, versions, roots, known_usage)
     return Result(candidates, providers,
                   {rp: (resources[rp], traits[rp]) for rp in versions}, class_names)

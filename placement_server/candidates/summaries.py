@@ -70,6 +70,42 @@ def _all_rows(holds: Holds) -> sa.CompoundSelect[Any]:
     return sa.union_all(*_static_rows(holds), _usage_rows(holds))
 
 
+def _members_and_usage_rows(holds: Holds) -> sa.CompoundSelect[Any]:
+    """Rows ('m', id, uuid, parent id, root id, generation, NULL) of every
+    provider in the trees whose roots ``holds`` selects, and ('u', provider,
+    class name, NULL, NULL, NULL, amount used) of their usage."""
+    rc = tables.resource_classes
+    members = sa.select(sa.literal('m').label('kind'), RP.c.id, RP.c.uuid,
+                        RP.c.parent_provider_id, RP.c.root_provider_id, RP.c.generation,
+                        sa.null().label('used')).where(holds(RP.c.root_provider_id))
+    usage = (sa.select(sa.literal('u'), ALLOC.c.resource_provider_id, rc.c.name, sa.null(),
+                       sa.null(), sa.null(), sa.func.sum(ALLOC.c.used))
+             .join(rc, rc.c.id == ALLOC.c.resource_class_id)
+             .where(_in_trees(holds)(ALLOC.c.resource_provider_id))
+             .group_by(ALLOC.c.resource_provider_id, rc.c.name))
+    return sa.union_all(members, usage)
+
+
+_MEMBERS_AND_USAGE = ByIds(_members_and_usage_rows)
+
+# {(provider, class name): amount used}
+Used = dict[tuple[int, str], int]
+
+
+def tree_members_and_usage(conn: sa.Connection, root_ids: Iterable[int]
+                           ) -> tuple[list[Any], Used]:
+    """Rows (id, uuid, parent id, root id, generation) of every provider in
+    the given trees, and their usage: the summaries of trees a request
+    shows need both, and one round trip brings them."""
+    members, used = [], {}
+    for row in _MEMBERS_AND_USAGE.rows(conn, root_ids):
+        if row[0] == 'm':
+            members.append(row[1:6])
+        else:
+            used[row[1], row[2]] = int(row[6])
+    return members, used
+
+
 _ALL = ByIds(_all_rows)
 _ALL_IN_TREES = ByIds(lambda holds: _all_rows(_in_trees(holds)))
 _STATIC = ByIds(lambda holds: sa.union_all(*_static_rows(holds)))
@@ -167,12 +203,13 @@ def _parse(versions: dict[int, Version], rows: Iterable[Any]
 
 
 def summaries_data(conn: sa.Connection, versions: dict[int, Version],
-                   roots: Collection[int] | None = None
+                   roots: Collection[int] | None = None, known_usage: Used | None = None
                    ) -> tuple[dict[int, Resources], dict[int, list[str]]]:
     """Capacities with usage, and trait names, of the providers in
     ``versions`` ({provider: (uuid, generation)}). When they are whole
     trees, ``roots`` names them instead: a tenth of the ids to send and
-    match.
+    match. ``known_usage``, when given, is the usage of (at least) those
+    providers, already read in this request.
 
     Returns ({provider: {class name: (capacity, used)}}, {provider: [trait]}).
     """
@@ -185,8 +222,11 @@ def summaries_data(conn: sa.Connection, versions: dict[int, Version],
         if stale:
             found, _ = _parse({rp: versions[rp] for rp in stale}, _STATIC.rows(conn, stale))
             entries.update(cache.store(found))
-        _, used = _parse({}, _USAGE_IN_TREES.rows(conn, roots) if roots is not None
-                          else _USAGE.rows(conn, versions))
+        if known_usage is not None:
+            used = {key: amount for key, amount in known_usage.items() if key[0] in versions}
+        else:
+            _, used = _parse({}, _USAGE_IN_TREES.rows(conn, roots) if roots is not None
+                              else _USAGE.rows(conn, versions))
     resources = {rp: entry[1] for rp, entry in entries.items()}
     for rp in {rp for rp, _ in used}:
         resources[rp] = {name: (capacity, used.get((rp, name), 0))
