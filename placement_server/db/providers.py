@@ -114,15 +114,17 @@ def list_view(conn, where):
     modification times (None if there are none).
 
     Read from the DBAPI cursor: for thousands of providers SQLAlchemy's
-    rows, and its parsing of SQLite's timestamps, cost more than the query.
-    Only the newest timestamp is parsed (SQLite's text timestamps sort as
-    they compare).
+    rows, and its and PyMySQL's parsing of timestamps, cost more than the
+    query. Only the newest timestamp is parsed (SQLite's and MariaDB's
+    text timestamps sort as they compare).
     """
-    result = conn.execute(view_query().where(sa.and_(sa.true(), *where)).order_by(RP.c.id))
-    try:
-        rows = result.cursor.fetchall()
-    finally:
-        result.close()
+    with api.timestamps_as_text(conn):
+        result = conn.execute(view_query().where(sa.and_(sa.true(), *where))
+                              .order_by(RP.c.id))
+        try:
+            rows = result.cursor.fetchall()
+        finally:
+            result.close()
     newest = max((row[5] or row[4] for row in rows), default=None)
     if isinstance(newest, str):
         newest = datetime.datetime.fromisoformat(newest)
