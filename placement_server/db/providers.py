@@ -52,6 +52,17 @@ _BUMP = (RP.update()
 _INSERT = RP.insert()
 _SET_ROOT = (RP.update().where(RP.c.id == sa.bindparam('provider_id'))
              .values(root_provider_id=sa.bindparam('root_id')))
+# PostgreSQL: a new root in one statement, its id drawn from the sequence
+# first so the row can point at itself (the foreign key is checked at the
+# statement's end). Elsewhere the id is known only after the insert.
+_NEW_ID = sa.select(sa.func.nextval(sa.func.pg_get_serial_sequence(
+    'resource_providers', 'id')).label('id')).subquery('new_id')
+_INSERT_ROOT = RP.insert().from_select(
+    ['id', 'uuid', 'name', 'generation', 'created_at', 'root_provider_id'],
+    sa.select(_NEW_ID.c.id, sa.bindparam('uuid', type_=sa.String),
+              sa.bindparam('name', type_=sa.String), sa.literal(0),
+              sa.bindparam('created_at', type_=sa.DateTime), _NEW_ID.c.id)
+).returning(RP.c.id)
 
 
 def increment_generation(conn, provider_id, expected):
@@ -114,15 +125,17 @@ def list_view(conn, where):
     modification times (None if there are none).
 
     Read from the DBAPI cursor: for thousands of providers SQLAlchemy's
-    rows, and its parsing of SQLite's timestamps, cost more than the query.
-    Only the newest timestamp is parsed (SQLite's text timestamps sort as
-    they compare).
+    rows, and its and PyMySQL's parsing of timestamps, cost more than the
+    query. Only the newest timestamp is parsed (SQLite's and MariaDB's
+    text timestamps sort as they compare).
     """
-    result = conn.execute(view_query().where(sa.and_(sa.true(), *where)).order_by(RP.c.id))
-    try:
-        rows = result.cursor.fetchall()
-    finally:
-        result.close()
+    with api.timestamps_as_text(conn):
+        result = conn.execute(view_query().where(sa.and_(sa.true(), *where))
+                              .order_by(RP.c.id))
+        try:
+            rows = result.cursor.fetchall()
+        finally:
+            result.close()
     newest = max((row[5] or row[4] for row in rows), default=None)
     if isinstance(newest, str):
         newest = datetime.datetime.fromisoformat(newest)
@@ -191,6 +204,13 @@ def create(conn, uuid, name, parent_uuid=None):
                                 'set parent provider UUID to None if there is no parent.')
     parent = _parent_row(conn, parent_uuid, 'create') if parent_uuid else None
     now = api.utcnow()
+    if parent is None and conn.dialect.name == 'postgresql':
+        try:
+            provider_id = conn.execute(_INSERT_ROOT, {
+                'uuid': uuid, 'name': name, 'created_at': now}).scalar_one()
+        except api.CONSTRAINT_VIOLATION:
+            raise Clash()
+        return ViewRow(provider_id, uuid, name, 0, now, None, None, uuid)
     try:
         provider_id = conn.execute(_INSERT, {
             'uuid': uuid, 'name': name, 'generation': 0, 'created_at': now,
