@@ -32,13 +32,20 @@ def test_a_provider_holding_allocations_is_kept_and_reported(placement):
     assert [type(e) for e in result.errors] == [errors.ProviderInUse]
     assert get(placement, '/resource_providers/%s' % GPU1)['uuid'] == GPU1
 
-def test_removing_allocated_inventory_is_reported_not_retried(placement):
+def _vcpu_in_use_then_gone(placement):
+    """A synced host whose root's VCPU holds an allocation, and the same
+    host without VCPU (as if the operator took it away)."""
     client = placement.client()
     client.sync(host())
     client.sync_allocations(ROOT, [Instance(VM1, project_id='p', user_id='u',
                                             allocations={ROOT: {'VCPU': 2}})])
     desired = host()
     del desired[0].inventories['VCPU']
+    return client, desired
+
+
+def test_removing_allocated_inventory_is_reported_not_retried(placement):
+    client, desired = _vcpu_in_use_then_gone(placement)
     desired[0].inventories['MEMORY_MB'] = inventory(16384)
     marker = placement.count()
     result = client.sync(desired)
@@ -59,12 +66,7 @@ def test_removing_allocated_inventory_is_reported_not_retried(placement):
 def test_kept_inventory_is_not_rewritten_for_a_difference_the_diff_ignores(placement):
     """Whether the rest of an inventory changed is the diff's rule (ratios
     as floats), also when allocated classes are kept."""
-    client = placement.client()
-    client.sync(host())
-    client.sync_allocations(ROOT, [Instance(VM1, project_id='p', user_id='u',
-                                            allocations={ROOT: {'VCPU': 2}})])
-    desired = host()
-    del desired[0].inventories['VCPU']
+    client, desired = _vcpu_in_use_then_gone(placement)
     desired[0].inventories['MEMORY_MB']['allocation_ratio'] += 1e-12
     marker = placement.count()
     result = client.sync(desired)
