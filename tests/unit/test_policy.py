@@ -84,30 +84,31 @@ def test_denial_is_forbidden_naming_the_action():
     assert 'placement:traits:update' in info.value.detail
 
 
-def test_a_policy_file_overrides_the_defaults(tmp_path):
-    (tmp_path / 'policy.yaml').write_text(
-        '"placement:resource_providers:list": "role:reader"\n'
-        '"placement:resource_providers:delete": "!"\n')
-    conf_file = tmp_path / 'placement.conf'
-    conf_file.write_text('[oslo_policy]\npolicy_file = %s\n' % (tmp_path / 'policy.yaml'))
-    conf = cfg.ConfigOpts()
-    policy.register_opts(conf)
-    conf([], project='placement', default_config_files=[str(conf_file)])
-    policy.init(conf)
-    assert allowed(ctx(['reader']), 'placement:resource_providers:list')
-    assert not allowed(ctx(['admin']), 'placement:resource_providers:delete')
-    assert allowed(ctx(['admin']), 'placement:resource_providers:create')   # untouched
-
-
-def test_an_edited_policy_file_applies_at_the_next_look(tmp_path, monkeypatch):
+def _init_with_policy_file(tmp_path, rules):
+    """The process's enforcer bound to a placement.conf naming a policy
+    file holding ``rules``; returns the policy file."""
     policy_file = tmp_path / 'policy.yaml'
-    policy_file.write_text('"placement:resource_providers:list": "role:reader"\n')
+    policy_file.write_text(rules)
     conf_file = tmp_path / 'placement.conf'
     conf_file.write_text('[oslo_policy]\npolicy_file = %s\n' % policy_file)
     conf = cfg.ConfigOpts()
     policy.register_opts(conf)
     conf([], project='placement', default_config_files=[str(conf_file)])
     policy.init(conf)
+    return policy_file
+
+
+def test_a_policy_file_overrides_the_defaults(tmp_path):
+    _init_with_policy_file(tmp_path, '"placement:resource_providers:list": "role:reader"\n'
+                                     '"placement:resource_providers:delete": "!"\n')
+    assert allowed(ctx(['reader']), 'placement:resource_providers:list')
+    assert not allowed(ctx(['admin']), 'placement:resource_providers:delete')
+    assert allowed(ctx(['admin']), 'placement:resource_providers:create')   # untouched
+
+
+def test_an_edited_policy_file_applies_at_the_next_look(tmp_path, monkeypatch):
+    policy_file = _init_with_policy_file(
+        tmp_path, '"placement:resource_providers:list": "role:reader"\n')
     assert allowed(ctx(['reader']), 'placement:resource_providers:list')
     assert not allowed(ctx(['member']), 'placement:resource_providers:list')
     policy_file.write_text('"placement:resource_providers:list": "role:member"\n')
