@@ -17,6 +17,7 @@ import sqlalchemy as sa
 
 from placement_server import errors
 from placement_server.db import api
+from placement_server.db import changes
 from placement_server.db import consumers
 from placement_server.db import providers
 from placement_server.db import tables
@@ -63,7 +64,9 @@ class ConsumerAllocations:
 # transactions insert rows referencing these providers (traits...).
 _LOCK_PROVIDERS = (sa.select(RP).where(RP.c.uuid.in_(sa.bindparam('uuids', expanding=True)))
                    .order_by(RP.c.id).with_for_update(key_share=True))
-_DELETE = ALLOC.delete().where(ALLOC.c.consumer_id.in_(sa.bindparam('uuids', expanding=True)))
+# Returning the providers that lose allocations: the change sequence notes them.
+_DELETE = (ALLOC.delete().where(ALLOC.c.consumer_id.in_(sa.bindparam('uuids', expanding=True)))
+           .returning(ALLOC.c.resource_provider_id))
 _INSERT = ALLOC.insert()
 
 
@@ -230,7 +233,7 @@ def write(conn, requests):
             sa.select(RP.c.uuid).distinct()
             .join(ALLOC, ALLOC.c.resource_provider_id == RP.c.id)
             .where(ALLOC.c.consumer_id.in_(emptied))).scalars())
-    conn.execute(_DELETE, {'uuids': uuids})
+    changes.note(conn, conn.execute(_DELETE, {'uuids': uuids}).scalars())
 
     provider_rows = _lock_providers(conn, wanted_rps)
     claims = [(rp, rc, used) for r in requests
@@ -275,8 +278,9 @@ def write_with_retry(db, requests, attempts=CONFLICT_RETRIES):
 def delete_for_consumer(conn, consumer_uuid):
     """Remove a consumer's allocations and the consumer; 404 if it has none."""
     consumers.lock(conn, [consumer_uuid])   # the lock order of ``write``
-    result = conn.execute(ALLOC.delete().where(ALLOC.c.consumer_id == consumer_uuid))
-    if not result.rowcount:
+    losing = set(conn.execute(_DELETE, {'uuids': [consumer_uuid]}).scalars())
+    changes.note(conn, losing)
+    if not losing:
         raise errors.NotFound("No allocations for consumer '%s'" % consumer_uuid)
     consumers.delete_if_no_allocations(conn, [consumer_uuid])
 

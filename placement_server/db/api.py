@@ -38,6 +38,7 @@ from sqlalchemy import event
 from sqlalchemy import events as sa_events
 
 from placement_server import errors
+from placement_server.db import changes
 
 LOG = logging.getLogger(__name__)
 
@@ -350,11 +351,15 @@ class Database:
         """One transaction: commits when the block ends, rolls back on error."""
         with _unavailable_on_disconnect(), self.engine.connect() as conn:
             conn.info['writer'] = True
+            conn.info.pop('changed', None)
             try:
                 with conn.begin():
                     yield conn
+                    # last, so the change counter is held only for the commit
+                    changes.record(conn)
             finally:
                 conn.info.pop('writer', None)
+                conn.info.pop('changed', None)
 
     def dispose(self):
         self.engine.dispose()

@@ -16,6 +16,7 @@ import os_traits
 import sqlalchemy as sa
 
 from placement_server.db import api
+from placement_server.db import changes
 from placement_server.db import tables
 
 _HERE = os.path.join(os.path.dirname(__file__), 'migrations')
@@ -51,6 +52,7 @@ def _seed(db):
             new = [{'name': n, 'created_at': now} for n in names if n not in have]
             if new:
                 conn.execute(table.insert(), new)
+                changes.note_names(conn)
 
 
 def sync(db):

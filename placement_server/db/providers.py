@@ -12,6 +12,7 @@ import sqlalchemy as sa
 
 from placement_server import errors
 from placement_server.db import api
+from placement_server.db import changes
 from placement_server.db import tables
 
 RP = tables.resource_providers
@@ -75,6 +76,7 @@ def increment_generation(conn, provider_id, expected):
         # conflict, not a database overflow error.
         raise ConcurrentUpdate('resource provider generation conflict: no '
                                'provider has generation %d.' % expected)
+    changes.note(conn, [provider_id])
     result = conn.execute(_BUMP, {'provider_id': provider_id, 'expected': expected,
                                   'next': expected + 1, 'now': api.utcnow()})
     if result.rowcount != 1:
@@ -93,6 +95,8 @@ def replace_links(conn, column, provider_id, wanted):
     mine = link.c.resource_provider_id == provider_id
     have = set(conn.scalars(sa.select(column).where(mine)))
     gone, new = have - wanted, wanted - have
+    if gone or new:
+        changes.note(conn, [provider_id])
     if gone:
         conn.execute(link.delete().where(mine, column.in_(sorted(gone))))
     if new:
@@ -210,6 +214,7 @@ def create(conn, uuid, name, parent_uuid=None):
                 'uuid': uuid, 'name': name, 'created_at': now}).scalar_one()
         except api.CONSTRAINT_VIOLATION:
             raise Clash()
+        changes.note(conn, [provider_id])
         return ViewRow(provider_id, uuid, name, 0, now, None, None, uuid)
     try:
         provider_id = conn.execute(_INSERT, {
@@ -219,6 +224,7 @@ def create(conn, uuid, name, parent_uuid=None):
         }).inserted_primary_key[0]
     except api.CONSTRAINT_VIOLATION:
         raise Clash()
+    changes.note(conn, [provider_id])
     if parent is not None:
         return get_view(conn, uuid)
     conn.execute(_SET_ROOT, {'provider_id': provider_id, 'root_id': provider_id})
@@ -253,6 +259,7 @@ def update(conn, uuid, name, parent_uuid=UNSET, allow_reparent=False):
     """
     row = get(conn, uuid, for_update=True)
     values = {'name': name, 'updated_at': api.utcnow()}
+    changes.note(conn, [row['id']])
     if parent_uuid is not UNSET:
         current = row['parent_provider_id']
         # (upstream calls a missing parent a failed 'create' here too)
@@ -269,6 +276,7 @@ def update(conn, uuid, name, parent_uuid=UNSET, allow_reparent=False):
             new_root = parent['root_provider_id'] if parent else row['id']
             values['parent_provider_id'] = new_parent_id
             if new_root != row['root_provider_id']:
+                changes.note(conn, subtree)
                 conn.execute(RP.update().where(RP.c.id.in_(subtree))
                              .values(root_provider_id=new_root))
     try:
@@ -295,6 +303,7 @@ def delete(conn, uuid):
         raise errors.Conflict('Unable to delete resource provider %s: Resource '
                               'provider has allocations.' % uuid,
                               code=errors.PROVIDER_IN_USE)
+    changes.note(conn, [row['id']])
     for table in (tables.inventories, RPT, RPA):
         conn.execute(table.delete().where(table.c.resource_provider_id == row['id']))
     # A root's root_provider_id points at itself: clear it before the delete

@@ -4,6 +4,7 @@ import sqlalchemy as sa
 
 from placement_server import errors
 from placement_server.db import api
+from placement_server.db import changes
 from placement_server.db import tables
 
 RC = tables.resource_classes
@@ -41,6 +42,7 @@ def create(conn, name):
             conn.execute(RC.insert().values(name=name, created_at=api.utcnow()))
     except api.CONSTRAINT_VIOLATION:
         return False
+    changes.note_names(conn)
     return True
 
 
@@ -57,6 +59,7 @@ def delete(conn, name):
         raise errors.Conflict('Error in delete resource class: Cannot delete '
                               'resource class %s. Class is in use in inventory.' % name)
     conn.execute(RC.delete().where(RC.c.id == row.id))
+    changes.note_names(conn)
 
 
 def rename(conn, old, new):
@@ -67,6 +70,7 @@ def rename(conn, old, new):
         with conn.begin_nested():
             conn.execute(RC.update().where(RC.c.id == row.id)
                          .values(name=new, updated_at=api.utcnow()))
+        changes.note_names(conn)
     except api.CONSTRAINT_VIOLATION:
         raise errors.Conflict('Resource class already exists: %s' % new,
                               code=errors.DUPLICATE_NAME)

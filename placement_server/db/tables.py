@@ -134,3 +134,18 @@ allocations = sa.Table(
     *_timestamps(),
     sa.Index('ix_allocations_resource_provider_id_resource_class_id',
              'resource_provider_id', 'resource_class_id'))
+
+# The change sequence workers' resource views follow (db/changes.py): one
+# counter row per shard, and one row per provider a write changed.
+resource_view_counters = sa.Table(
+    'resource_view_counters', metadata,
+    sa.Column('shard', sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column('seq', sa.BigInteger, nullable=False),
+    # changes of this shard numbered up to floor have been pruned
+    sa.Column('floor', sa.BigInteger, nullable=False))
+
+resource_view_changes = sa.Table(
+    'resource_view_changes', metadata,
+    sa.Column('shard', sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column('seq', sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column('provider_id', sa.Integer, primary_key=True, autoincrement=False))

@@ -5,6 +5,7 @@ import sqlalchemy as sa
 
 from placement_server import errors
 from placement_server.db import api
+from placement_server.db import changes
 from placement_server.db import provider_filters
 from placement_server.db import providers
 from placement_server.db import tables
@@ -40,6 +41,7 @@ def create(conn, name):
         with conn.begin_nested():
             conn.execute(TRAITS.insert().values(name=name, created_at=api.utcnow()))
         created = True
+        changes.note_names(conn)
     except api.CONSTRAINT_VIOLATION:
         created = False
     return get(conn, name), created
@@ -55,6 +57,7 @@ def delete(conn, name):
     try:
         with conn.begin_nested():
             conn.execute(TRAITS.delete().where(TRAITS.c.id == row['id']))
+        changes.note_names(conn)
     except api.CONSTRAINT_VIOLATION:
         # A provider took the trait since the check above.
         raise errors.Conflict('The trait %s is in use by a resource provider.' % name)
@@ -90,4 +93,5 @@ def clear_provider(conn, uuid):
     row = providers.get(conn, uuid, for_update=True)
     removed = conn.execute(RPT.delete().where(RPT.c.resource_provider_id == row['id']))
     if removed.rowcount:
+        changes.note(conn, [row['id']])
         providers.increment_generation(conn, row['id'], row['generation'])

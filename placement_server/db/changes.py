@@ -1,0 +1,144 @@
+"""The change sequence: which providers changed, in commit order.
+
+Workers keep a resource view in memory (``placement_server.view``) and
+bring it up to date from here with one indexed query per request. Every
+write that changes what allocation candidates read -- a provider, its
+inventories, usage, traits or aggregates, or the resource class and trait
+names -- notes the providers it touched (``note``, ``note_names``), and
+``Database.writer`` records them as the transaction's last statements
+(``record``): one counter row gets the next sequence number and one change
+row per provider carries it.
+
+Why a counter row and not an auto-increment or a sequence: those hand out
+numbers when a row is inserted, but rows become visible when their
+transaction commits, out of order, so a reader that sees N+1 may not yet
+see N. The counter row's lock is held from the bump to the commit: the
+transaction that takes N+1 waits until the one holding N has committed.
+So a reader that sees a change row with number N has seen every earlier
+one of that counter, and "everything up to the highest number I saw" is
+always a safe place to go on from.
+
+Writers are spread over ``SHARDS`` counters (by the lowest provider id
+they touched) so that writes to different hosts rarely queue on one
+row -- or, on a Galera cluster, rarely conflict at certification. The
+bump is the last statement, so a counter is held only for the commit.
+
+Change rows are pruned as they age (``KEEP`` per counter); a reader that
+fell further behind than what is kept (``floor``) loads everything again.
+"""
+import random
+
+from placement_server.db import tables
+
+SHARDS = 8
+# Change rows kept per counter: a worker idle for longer than this many
+# writes to its shard reloads its whole view once.
+KEEP = 20000
+# Pruning runs in the write that takes every PRUNE_EVERY-th number.
+PRUNE_EVERY = 1000
+# The provider id a change row names when resource class or trait names
+# changed (ids start at 1).
+NAMES = 0
+
+COUNTERS = tables.resource_view_counters
+CHANGES = tables.resource_view_changes
+
+
+def note(conn, provider_ids):
+    """This write transaction changed these providers (ids)."""
+    conn.info.setdefault('changed', set()).update(provider_ids)
+
+
+def note_names(conn):
+    """This write transaction created, renamed or deleted a resource class
+    or trait, or a provider's aggregate uuid to id mapping could change."""
+    conn.info.setdefault('changed', set()).add(NAMES)
+
+
+def record(conn):
+    """Write what this transaction noted, as its last statements (called by
+    ``Database.writer`` just before COMMIT); nothing when nothing changed."""
+    changed = conn.info.pop('changed', None)
+    if not changed:
+        return
+    shard = min(changed) % SHARDS
+    ids = ','.join('%d' % i for i in sorted(changed))
+    dialect = conn.dialect.name
+    if dialect == 'postgresql':
+        # One round trip: bump and insert in one statement.
+        conn.exec_driver_sql(
+            'WITH bump AS (UPDATE resource_view_counters SET seq = seq + 1 '
+            'WHERE shard = %d RETURNING seq) '
+            'INSERT INTO resource_view_changes (shard, seq, provider_id) '
+            "SELECT %d, bump.seq, p FROM bump, unnest('{%s}'::integer[]) AS p"
+            % (shard, shard, ids))
+    else:
+        if dialect == 'mysql':
+            # No UPDATE ... RETURNING: LAST_INSERT_ID(expr) keeps the new
+            # number on this connection for the insert to use.
+            conn.exec_driver_sql('UPDATE resource_view_counters SET seq = '
+                                 'LAST_INSERT_ID(seq + 1) WHERE shard = %d' % shard)
+            seq = 'LAST_INSERT_ID()'
+        else:
+            seq = '%d' % conn.exec_driver_sql(
+                'UPDATE resource_view_counters SET seq = seq + 1 WHERE shard = %d '
+                'RETURNING seq' % shard).scalar_one()
+        conn.exec_driver_sql(
+            'INSERT INTO resource_view_changes (shard, seq, provider_id) VALUES %s'
+            % ','.join('(%d, %s, %s)' % (shard, seq, i) for i in ids.split(',')))
+    if prune_due():
+        prune(conn, shard)
+
+
+def prune_due():
+    """One write in PRUNE_EVERY prunes its shard (by chance: on MariaDB the
+    writer never reads its number back)."""
+    return random.randrange(PRUNE_EVERY) == 0
+
+
+def prune(conn, shard):
+    """Drop the shard's change rows older than the newest KEEP, and say so
+    in its ``floor``; run inside a write that bumped the shard."""
+    conn.exec_driver_sql(
+        'UPDATE resource_view_counters SET floor = seq - %d '
+        'WHERE shard = %d AND floor < seq - %d' % (KEEP, shard, KEEP))
+    conn.exec_driver_sql(
+        'DELETE FROM resource_view_changes WHERE shard = %d AND seq <= '
+        '(SELECT floor FROM resource_view_counters WHERE shard = %d)' % (shard, shard))
+
+
+# Where a reader stands: {shard: highest number it has seen}.
+Position = dict[int, int]
+
+
+def position(conn):
+    """Where the sequence stands: a view read after this is at least as new."""
+    return dict(conn.exec_driver_sql('SELECT shard, seq FROM resource_view_counters').all())
+
+
+def since(conn, last):
+    """(new position, ids of the providers changed after ``last``), in one
+    statement; the ids include ``NAMES`` when names changed. None when
+    ``last`` is further behind than the kept change rows reach: the caller
+    loads everything again.
+
+    The new position is the highest number seen per shard (see the module
+    docstring for why that is safe), not the counter: a counter read in
+    the same statement could be ahead of the rows that statement saw.
+    """
+    after = ' OR '.join('(shard = %d AND seq > %d)' % item for item in sorted(last.items()))
+    rows = conn.exec_driver_sql(
+        'SELECT shard, NULL, floor FROM resource_view_counters UNION ALL '
+        'SELECT shard, seq, provider_id FROM resource_view_changes WHERE %s'
+        % (after or '1 = 0')).all()
+    new = dict(last)
+    changed = set()
+    for shard, seq, value in rows:
+        if seq is None:
+            if value > last.get(shard, 0):
+                return None
+        else:
+            changed.add(value)
+            if seq > new.get(shard, 0):
+                new[shard] = seq
+    return new, changed
