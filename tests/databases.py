@@ -18,6 +18,7 @@ import os_traits
 import sqlalchemy as sa
 
 from placement_server.db import api
+from placement_server.db import changes
 from placement_server.db import migration
 from placement_server.db import tables
 
@@ -67,6 +68,8 @@ class TestDatabase:
                 tables.resource_classes.c.name.not_in(os_resource_classes.STANDARDS)))
             conn.execute(tables.traits.delete().where(
                 tables.traits.c.name.not_in(os_traits.get_traits())))
+            # behind the workers' backs: their views load everything again
+            changes.invalidate_all(conn)
 
     def drop(self):
         self.db.dispose()

@@ -142,3 +142,12 @@ def since(conn, last):
             if seq > new.get(shard, 0):
                 new[shard] = seq
     return new, changed
+
+
+def invalidate_all(conn):
+    """Make every worker load its whole view again at its next request:
+    for rows changed behind the server's back (hand-made SQL, a restore,
+    a test resetting its database)."""
+    # floor first: MySQL assigns left to right with the new values
+    conn.exec_driver_sql('UPDATE resource_view_counters SET floor = seq + 1, seq = seq + 1')
+    conn.exec_driver_sql('DELETE FROM resource_view_changes')
