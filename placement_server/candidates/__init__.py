@@ -21,6 +21,7 @@ from placement_server.candidates import combine
 from placement_server.candidates import request as request_mod
 from placement_server.candidates import search
 from placement_server.candidates import summaries
+from placement_server.candidates import view as view_mod
 from placement_server.candidates.summaries import Resources
 
 
@@ -59,8 +60,8 @@ class _NoMatch(Exception):
     """Some group cannot be satisfied at all: the answer is empty."""
 
 
-def _group_query(conn: sa.Connection, group: request_mod.RequestGroup, rc_ids: dict[str, int],
-                 trait_ids: dict[str, int], agg_ids: dict[str, int]) -> search.GroupQuery:
+def _group_query(source: view_mod.ResourceView, group: request_mod.RequestGroup,
+                 rc_ids: dict[str, int], trait_ids: dict[str, int], agg_ids: dict[str, int]) -> search.GroupQuery:
     member_of = []
     for any_of in group.member_of:
         ids = {agg_ids[u] for u in any_of if u in agg_ids}
@@ -69,7 +70,7 @@ def _group_query(conn: sa.Connection, group: request_mod.RequestGroup, rc_ids: d
         member_of.append(ids)
     tree_root = None
     if group.in_tree:
-        tree_root = search.root_of_uuid(conn, group.in_tree)
+        tree_root = source.root_of_uuid(group.in_tree)
         if tree_root is None:
             raise _NoMatch()
     return search.GroupQuery(
@@ -85,9 +86,9 @@ def _group_query(conn: sa.Connection, group: request_mod.RequestGroup, rc_ids: d
 class _Search:
     """The per-request state shared by the groups' searches."""
 
-    def __init__(self, conn: sa.Connection, request: request_mod.CandidateRequest,
+    def __init__(self, source: view_mod.ResourceView, request: request_mod.CandidateRequest,
                  queries: list[search.GroupQuery], names: search.Names) -> None:
-        self.conn = conn
+        self.source = source
         self.request = request
         # Classes several groups ask for: only there can amounts add up
         # beyond what each group's own query checked.
@@ -117,8 +118,8 @@ class _Search:
         there are several (granular groups usually are)."""
         singles = [q for q in queries if self._single_provider_group(q)]
         if len(singles) > 1:
-            answers = search.single_providers_of_groups(
-                self.conn, singles, self.shared_classes, versions=not self.trees)
+            answers = self.source.single_providers_of_groups(
+                singles, self.shared_classes, versions=not self.trees)
             self._singles = {q.suffix: a for q, a in zip(singles, answers)}
 
     def tree_members(self, root_ids: Collection[int]) -> list[Any]:
@@ -126,7 +127,7 @@ class _Search:
         read once per request, with their usage (``used``)."""
         missing = set(root_ids) - self._tree_rows.keys()
         if missing:
-            rows, used = summaries.tree_members_and_usage(self.conn, missing)
+            rows, used = self.source.tree_members_and_usage(missing)
             self.used.update(used)
             for row in rows:
                 self._tree_rows.setdefault(row[3], []).append(row)
@@ -136,13 +137,12 @@ class _Search:
 
     def _load_anchors(self, rps: Collection[int]) -> None:
         missing = [rp for rp in rps if rp in self.sharing and rp not in self._anchors]
-        self._anchors.update(search.sharing_anchors(self.conn, missing))
+        self._anchors.update(self.source.sharing_anchors(missing))
 
     def lone_group(self, query: search.GroupQuery) -> list[combine.Candidate]:
         """A request of one single-provider group and no root filter: each
         matching provider is one candidate, whatever it anchors."""
-        found, _, versions = search.single_providers(self.conn, query,
-                                                     versions=not self.trees)
+        found, _, versions = self.source.single_providers(query, versions=not self.trees)
         self.root_of.update(found)
         self.version_of.update(versions)
         asked = tuple(sorted(query.resources.items()))
@@ -150,13 +150,13 @@ class _Search:
 
     def options(self, query: search.GroupQuery) -> combine.Options:
         if not query.resources:
-            found = search.resourceless_providers(self.conn, query)
+            found = self.source.resourceless_providers(query)
             return self._single(found, query)
         if query.granular or not self.spread_needed:
             answer = self._singles.pop(query.suffix, None)
             if answer is None:
-                answer = search.single_providers(
-                    self.conn, query, self.shared_classes, versions=not self.trees)
+                answer = self.source.single_providers(
+                    query, self.shared_classes, versions=not self.trees)
             found, capacity, versions = answer
             self.capacity.update(capacity)
             self.version_of.update(versions)
@@ -170,7 +170,7 @@ class _Search:
                                                self._anchors)
 
     def _spread(self, query: search.GroupQuery) -> combine.Options:
-        by_class, roots, capacity, meets = search.providers_per_class(self.conn, query)
+        by_class, roots, capacity, meets = self.source.providers_per_class(query)
         if any(not by_class.get(rc) for rc in query.resources):
             return {}
         self.root_of.update(roots)
@@ -193,8 +193,8 @@ class _Search:
         self._load_anchors(shared)
         others = {rp: self._anchors[rp] - {roots[rp]} for rp in shared}
         if query.forbidden_aggs:
-            bad = search.roots_in_aggregates(self.conn, set().union(*others.values()),
-                                             query.forbidden_aggs)
+            bad = self.source.roots_in_aggregates(set().union(*others.values()),
+                                                  query.forbidden_aggs)
             others = {rp: anchors - bad for rp, anchors in others.items()}
         for rc, rps in by_class.items():
             for rp in rps:
@@ -209,20 +209,29 @@ MAX_AMOUNT = 2147483647
 
 def find(conn: sa.Connection, request: request_mod.CandidateRequest, randomize: bool = False,
          max_candidates: int = -1) -> Result:
-    """The Result for a CandidateRequest (see ``request``)."""
-    names = search.resolve(
-        conn, request.all_classes(), request.all_traits(),
+    """The Result for a CandidateRequest (see ``request``), from this
+    process's resource view of ``conn``'s database, brought up to date first."""
+    source = view_mod.of(conn)
+    with source.lock:
+        source.refresh(conn)
+        return _find(source, request, randomize, max_candidates)
+
+
+def _find(source: view_mod.ResourceView, request: request_mod.CandidateRequest,
+          randomize: bool, max_candidates: int) -> Result:
+    names = source.resolve(
+        request.all_classes(), request.all_traits(),
         {u for g in request.groups.values() for s in g.member_of + [g.forbidden_aggs]
          for u in s})
     if any(a > MAX_AMOUNT for g in request.groups.values() for a in g.resources.values()):
         return EMPTY
     try:
-        queries = [_group_query(conn, g, names.classes, names.traits, names.aggregates)
+        queries = [_group_query(source, g, names.classes, names.traits, names.aggregates)
                    for g in request.groups.values()]
     except _NoMatch:
         return EMPTY
     class_names = {v: k for k, v in names.classes.items()}
-    state = _Search(conn, request, queries, names)
+    state = _Search(source, request, queries, names)
     stop_after = None
     if request.limit and not randomize:
         stop_after = request.limit
@@ -233,15 +242,15 @@ def find(conn: sa.Connection, request: request_mod.CandidateRequest, randomize: 
             and not (request.root_required or request.root_forbidden)):
         candidates = state.lone_group(lone)[:stop_after]
     else:
-        candidates = _combined(conn, request, state, queries, names.traits, stop_after)
+        candidates = _combined(source, request, state, queries, names.traits, stop_after)
     if randomize:
         random.shuffle(candidates)
     if request.limit:
         candidates = candidates[:request.limit]
-    return _with_summaries(conn, request, candidates, state, class_names)
+    return _with_summaries(source, request, candidates, state, class_names)
 
 
-def _combined(conn: sa.Connection, request: request_mod.CandidateRequest, state: _Search,
+def _combined(source: view_mod.ResourceView, request: request_mod.CandidateRequest, state: _Search,
               queries: list[search.GroupQuery], trait_ids: dict[str, int],
               stop_after: int | None) -> list[combine.Candidate]:
     """Candidates made of one piece per group under a common anchor."""
@@ -253,7 +262,7 @@ def _combined(conn: sa.Connection, request: request_mod.CandidateRequest, state:
             return []
     anchors = set.intersection(*(set(o) for o in options.values()))
     if request.root_required or request.root_forbidden:
-        anchors = search.matching_roots(conn, anchors,
+        anchors = source.matching_roots(anchors,
                                         {trait_ids[t] for t in request.root_required},
                                         {trait_ids[t] for t in request.root_forbidden})
     if not anchors:
@@ -268,7 +277,7 @@ def _combined(conn: sa.Connection, request: request_mod.CandidateRequest, state:
                          stop_after, shared=bool(state.sharing))
 
 
-def _with_summaries(conn: sa.Connection, request: request_mod.CandidateRequest,
+def _with_summaries(source: view_mod.ResourceView, request: request_mod.CandidateRequest,
                     candidates: list[combine.Candidate], state: _Search,
                     class_names: dict[int, str]) -> Result:
     used_rps = {rp for c in candidates for rp in c.amounts}
@@ -286,14 +295,14 @@ def _with_summaries(conn: sa.Connection, request: request_mod.CandidateRequest,
             rows = state.tree_members(roots)
             known_usage = state.used
         else:
-            rows = search.providers_by_id(conn, used_rps)
+            rows = source.providers_by_id(used_rps)
         providers = {r[0]: (r[1], r[2], r[3]) for r in rows}
         versions = {r[0]: (r[1], r[4]) for r in rows}
     mapped = {rp for c in candidates for rps in c.mappings.values() for rp in rps}
     missing = mapped - set(providers)
     if missing:
         providers.update({r[0]: (r[1], r[2], r[3])
-                          for r in search.providers_by_id(conn, missing)})
-    resources, traits = summaries.summaries_data(conn, versions, roots, known_usage)
+                          for r in source.providers_by_id(missing)})
+    resources, traits = source.summaries_data(versions, roots, known_usage)
     return Result(candidates, providers,
                   {rp: (resources[rp], traits[rp]) for rp in versions}, class_names)
