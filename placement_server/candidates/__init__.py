@@ -60,8 +60,9 @@ class _NoMatch(Exception):
     """Some group cannot be satisfied at all: the answer is empty."""
 
 
-def _group_query(source: view_mod.ResourceView, group: request_mod.RequestGroup,
-                 rc_ids: dict[str, int], trait_ids: dict[str, int], agg_ids: dict[str, int]) -> search.GroupQuery:
+def _group_query(view: view_mod.ResourceView, group: request_mod.RequestGroup,
+                 rc_ids: dict[str, int], trait_ids: dict[str, int],
+                 agg_ids: dict[str, int]) -> search.GroupQuery:
     member_of = []
     for any_of in group.member_of:
         ids = {agg_ids[u] for u in any_of if u in agg_ids}
@@ -70,7 +71,7 @@ def _group_query(source: view_mod.ResourceView, group: request_mod.RequestGroup,
         member_of.append(ids)
     tree_root = None
     if group.in_tree:
-        tree_root = source.root_of_uuid(group.in_tree)
+        tree_root = search.root_of_uuid(view, group.in_tree)
         if tree_root is None:
             raise _NoMatch()
     return search.GroupQuery(
@@ -86,9 +87,9 @@ def _group_query(source: view_mod.ResourceView, group: request_mod.RequestGroup,
 class _Search:
     """The per-request state shared by the groups' searches."""
 
-    def __init__(self, source: view_mod.ResourceView, request: request_mod.CandidateRequest,
+    def __init__(self, view: view_mod.ResourceView, request: request_mod.CandidateRequest,
                  queries: list[search.GroupQuery], names: search.Names) -> None:
-        self.source = source
+        self.view = view
         self.request = request
         # Classes several groups ask for: only there can amounts add up
         # beyond what each group's own query checked.
@@ -106,28 +107,16 @@ class _Search:
         self.version_of: dict[int, summaries.Version] = {}
         self.capacity: combine.Capacity = {}
         self._anchors: dict[int, set[int]] = {}
-        # {suffix: single_providers' answer} for groups searched together
-        self._singles: dict[str, tuple[dict[int, int], combine.Capacity,
-                                       dict[int, tuple[str, int]]]] = {}
 
     def _single_provider_group(self, query: search.GroupQuery) -> bool:
         return bool(query.resources) and (query.granular or not self.spread_needed)
-
-    def search_singles_together(self, queries: list[search.GroupQuery]) -> None:
-        """The single-provider groups' searches as one statement, when
-        there are several (granular groups usually are)."""
-        singles = [q for q in queries if self._single_provider_group(q)]
-        if len(singles) > 1:
-            answers = self.source.single_providers_of_groups(
-                singles, self.shared_classes, versions=not self.trees)
-            self._singles = {q.suffix: a for q, a in zip(singles, answers)}
 
     def tree_members(self, root_ids: Collection[int]) -> list[Any]:
         """Rows (id, uuid, parent, root, generation) of the given trees,
         read once per request, with their usage (``used``)."""
         missing = set(root_ids) - self._tree_rows.keys()
         if missing:
-            rows, used = self.source.tree_members_and_usage(missing)
+            rows, used = summaries.tree_members_and_usage(self.view, missing)
             self.used.update(used)
             for row in rows:
                 self._tree_rows.setdefault(row[3], []).append(row)
@@ -137,12 +126,12 @@ class _Search:
 
     def _load_anchors(self, rps: Collection[int]) -> None:
         missing = [rp for rp in rps if rp in self.sharing and rp not in self._anchors]
-        self._anchors.update(self.source.sharing_anchors(missing))
+        self._anchors.update(search.sharing_anchors(self.view, missing))
 
     def lone_group(self, query: search.GroupQuery) -> list[combine.Candidate]:
         """A request of one single-provider group and no root filter: each
         matching provider is one candidate, whatever it anchors."""
-        found, _, versions = self.source.single_providers(query, versions=not self.trees)
+        found, _, versions = search.single_providers(self.view, query, versions=not self.trees)
         self.root_of.update(found)
         self.version_of.update(versions)
         asked = tuple(sorted(query.resources.items()))
@@ -150,14 +139,11 @@ class _Search:
 
     def options(self, query: search.GroupQuery) -> combine.Options:
         if not query.resources:
-            found = self.source.resourceless_providers(query)
+            found = search.resourceless_providers(self.view, query)
             return self._single(found, query)
         if query.granular or not self.spread_needed:
-            answer = self._singles.pop(query.suffix, None)
-            if answer is None:
-                answer = self.source.single_providers(
-                    query, self.shared_classes, versions=not self.trees)
-            found, capacity, versions = answer
+            found, capacity, versions = search.single_providers(
+                self.view, query, self.shared_classes, versions=not self.trees)
             self.capacity.update(capacity)
             self.version_of.update(versions)
             return self._single(found, query)
@@ -170,7 +156,7 @@ class _Search:
                                                self._anchors)
 
     def _spread(self, query: search.GroupQuery) -> combine.Options:
-        by_class, roots, capacity, meets = self.source.providers_per_class(query)
+        by_class, roots, capacity, meets = search.providers_per_class(self.view, query)
         if any(not by_class.get(rc) for rc in query.resources):
             return {}
         self.root_of.update(roots)
@@ -193,7 +179,7 @@ class _Search:
         self._load_anchors(shared)
         others = {rp: self._anchors[rp] - {roots[rp]} for rp in shared}
         if query.forbidden_aggs:
-            bad = self.source.roots_in_aggregates(set().union(*others.values()),
+            bad = search.roots_in_aggregates(self.view, set().union(*others.values()),
                                                   query.forbidden_aggs)
             others = {rp: anchors - bad for rp, anchors in others.items()}
         for rc, rps in by_class.items():
@@ -211,27 +197,27 @@ def find(conn: sa.Connection, request: request_mod.CandidateRequest, randomize: 
          max_candidates: int = -1) -> Result:
     """The Result for a CandidateRequest (see ``request``), from this
     process's resource view of ``conn``'s database, brought up to date first."""
-    source = view_mod.of(conn)
-    with source.lock:
-        source.refresh(conn)
-        return _find(source, request, randomize, max_candidates)
+    view = view_mod.of(conn)
+    with view.lock:
+        view.refresh(conn)
+        return _find(view, request, randomize, max_candidates)
 
 
-def _find(source: view_mod.ResourceView, request: request_mod.CandidateRequest,
+def _find(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
           randomize: bool, max_candidates: int) -> Result:
-    names = source.resolve(
-        request.all_classes(), request.all_traits(),
+    names = search.resolve(
+        view, request.all_classes(), request.all_traits(),
         {u for g in request.groups.values() for s in g.member_of + [g.forbidden_aggs]
          for u in s})
     if any(a > MAX_AMOUNT for g in request.groups.values() for a in g.resources.values()):
         return EMPTY
     try:
-        queries = [_group_query(source, g, names.classes, names.traits, names.aggregates)
+        queries = [_group_query(view, g, names.classes, names.traits, names.aggregates)
                    for g in request.groups.values()]
     except _NoMatch:
         return EMPTY
     class_names = {v: k for k, v in names.classes.items()}
-    state = _Search(source, request, queries, names)
+    state = _Search(view, request, queries, names)
     stop_after = None
     if request.limit and not randomize:
         stop_after = request.limit
@@ -242,27 +228,26 @@ def _find(source: view_mod.ResourceView, request: request_mod.CandidateRequest,
             and not (request.root_required or request.root_forbidden)):
         candidates = state.lone_group(lone)[:stop_after]
     else:
-        candidates = _combined(source, request, state, queries, names.traits, stop_after)
+        candidates = _combined(view, request, state, queries, names.traits, stop_after)
     if randomize:
         random.shuffle(candidates)
     if request.limit:
         candidates = candidates[:request.limit]
-    return _with_summaries(source, request, candidates, state, class_names)
+    return _with_summaries(view, request, candidates, state, class_names)
 
 
-def _combined(source: view_mod.ResourceView, request: request_mod.CandidateRequest, state: _Search,
+def _combined(view: view_mod.ResourceView, request: request_mod.CandidateRequest, state: _Search,
               queries: list[search.GroupQuery], trait_ids: dict[str, int],
               stop_after: int | None) -> list[combine.Candidate]:
     """Candidates made of one piece per group under a common anchor."""
     options = {}
-    state.search_singles_together(queries)
     for query in queries:
         options[query.suffix] = found = state.options(query)
         if not found:
             return []
     anchors = set.intersection(*(set(o) for o in options.values()))
     if request.root_required or request.root_forbidden:
-        anchors = source.matching_roots(anchors,
+        anchors = search.matching_roots(view, anchors,
                                         {trait_ids[t] for t in request.root_required},
                                         {trait_ids[t] for t in request.root_forbidden})
     if not anchors:
@@ -277,7 +262,7 @@ def _combined(source: view_mod.ResourceView, request: request_mod.CandidateReque
                          stop_after, shared=bool(state.sharing))
 
 
-def _with_summaries(source: view_mod.ResourceView, request: request_mod.CandidateRequest,
+def _with_summaries(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
                     candidates: list[combine.Candidate], state: _Search,
                     class_names: dict[int, str]) -> Result:
     used_rps = {rp for c in candidates for rp in c.amounts}
@@ -295,14 +280,14 @@ def _with_summaries(source: view_mod.ResourceView, request: request_mod.Candidat
             rows = state.tree_members(roots)
             known_usage = state.used
         else:
-            rows = source.providers_by_id(used_rps)
+            rows = search.providers_by_id(view, used_rps)
         providers = {r[0]: (r[1], r[2], r[3]) for r in rows}
         versions = {r[0]: (r[1], r[4]) for r in rows}
     mapped = {rp for c in candidates for rps in c.mappings.values() for rp in rps}
     missing = mapped - set(providers)
     if missing:
         providers.update({r[0]: (r[1], r[2], r[3])
-                          for r in source.providers_by_id(missing)})
-    resources, traits = source.summaries_data(versions, roots, known_usage)
+                          for r in search.providers_by_id(view, missing)})
+    resources, traits = summaries.summaries_data(view, versions, roots, known_usage)
     return Result(candidates, providers,
                   {rp: (resources[rp], traits[rp]) for rp in versions}, class_names)

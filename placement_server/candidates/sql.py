@@ -1,10 +1,10 @@
-"""The tables the candidates' statements read, and how they read ids and rows.
+"""The tables the resource view reads, and how it reads ids and rows.
 
-Search and summaries both send lists of provider ids (thousands per
-request) and read back plain tuples; both do it the ways written here.
+The view sends lists of provider ids (thousands after a busy second) and
+reads back plain tuples (tens of thousands when it loads); it does both
+the ways written here.
 """
 from collections.abc import Callable
-from collections.abc import Collection
 from collections.abc import Iterable
 from collections.abc import Iterator
 from collections.abc import Sequence
@@ -38,36 +38,10 @@ def chunks(ids: Iterable[int]) -> Iterator[list[int]]:
         yield ordered[i:i + CHUNK]
 
 
-def among(column: Column, ids: Collection[int]) -> Condition:
-    """``column IN (ids)`` with the integer ids written into the SQL.
-
-    Bound parameters cost SQLAlchemy real time per element (thousands per
-    request here); ids are integers we read from the database, formatted
-    with %d, so inlining them is safe.
-    """
-    if not ids:
-        return sa.false()
-    return column.op('IN')(sa.literal_column('(%s)' % ','.join(map(str, map(int, ids)))))
-
-
-def uncached(conn: sa.Connection) -> sa.Connection:
-    """``conn`` for statements with ids written in (see ``among``)."""
-    return conn.execution_options(compiled_cache=None)
-
-
-def fetch_all(conn: sa.Connection, stmt: sa.Executable, cached: bool = True) -> Sequence[Any]:
-    """The rows of ``stmt`` as plain tuples, read from the DBAPI cursor.
-
-    For the large reads of a request (tens of thousands of rows at 10000
-    providers) SQLAlchemy's result rows cost four times the database work;
-    the statement still goes through SQLAlchemy (compiled-statement cache,
-    parameters), only the fetching skips its row layer. Statements with
-    ids written in (``among``) are never the same twice: ``cached=False``
-    keeps them out of the compiled-statement cache, which would otherwise
-    hold hundreds of them per worker.
-    """
-    if not cached:
-        conn = uncached(conn)
+def fetch_all(conn: sa.Connection, stmt: sa.Executable) -> Sequence[Any]:
+    """The rows of ``stmt`` as plain tuples, read from the DBAPI cursor:
+    for the view's load (hundreds of thousands of rows at 100000 providers)
+    SQLAlchemy's result rows cost several times the database's work."""
     result = conn.execute(stmt)
     try:
         rows: Sequence[Any] = result.cursor.fetchall()

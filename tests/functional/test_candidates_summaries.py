@@ -1,12 +1,8 @@
-"""Provider summaries stay exact while workers keep capacities and traits
-between requests (placement_server/candidates/summaries.py): every
-write through the API shows in the next answer, on every backend."""
+"""Provider summaries stay exact while workers keep them in their resource
+view between requests (placement_server/candidates/view.py, summaries.py):
+every write through the API shows in the next answer, on every backend."""
 import uuid
 
-import sqlalchemy as sa
-
-from placement_server.candidates import summaries as candidates_summaries
-from tests import databases
 from tests.functional.client import make_provider
 
 QUERY = '/allocation_candidates?resources=VCPU:1'
@@ -61,29 +57,3 @@ def test_provider_recreated_with_the_same_uuid_and_generation(api):
     assert api.delete('/resource_providers/%s' % rp, version='1.39').status_int == 204
     make_provider(api, 'node', uuid=rp, inventories={'VCPU': {'total': 4}})
     assert summary(api, rp)['resources']['VCPU']['capacity'] == 4
-
-
-def test_cache_starts_again_when_full(monkeypatch):
-    monkeypatch.setattr(candidates_summaries.StaticCache, 'LIMIT', 3)
-    cache = candidates_summaries.StaticCache()
-    entry = (('u', 1), {}, [])
-    cache.store({1: entry, 2: entry})
-    assert cache.split({1: ('u', 1), 2: ('u', 2)}) == ({1: entry}, [2])
-    cache.store({3: entry, 4: entry})
-    assert set(cache.entries) == {3, 4}
-
-
-def test_no_cache_where_sqlite_may_reuse_provider_ids(tmp_path):
-    """A SQLite database whose providers table lacks AUTOINCREMENT (made
-    before the schema asked for it) gets no cache; a migrated one does."""
-    old = sa.create_engine('sqlite:///%s' % (tmp_path / 'old.sqlite'))
-    with old.connect() as conn:
-        conn.exec_driver_sql('CREATE TABLE resource_providers (id INTEGER PRIMARY KEY)')
-        assert candidates_summaries._cache_of(conn) is None
-    new = databases.TestDatabase('sqlite', str(tmp_path))
-    try:
-        with new.db.reader() as conn:
-            assert isinstance(candidates_summaries._cache_of(conn),
-                              candidates_summaries.StaticCache)
-    finally:
-        new.drop()
