@@ -175,10 +175,11 @@ def median_ms(fn, repeat):
 
 
 # The steps of a request that --breakdown times: (module, function).
-STEPS = [(candidates.view.ResourceView, n) for n in (
-    'refresh', 'resolve', 'single_providers', 'providers_per_class', 'capacities',
-    'tree_members_and_usage', 'summaries_data')] + [
+STEPS = [(candidates.view.ResourceView, 'refresh')] + [
+    (candidates.search, n) for n in ('resolve', 'single_providers', 'providers_per_class',
+                                      'capacities')] + [
     (candidates.combine, n) for n in ('single_provider_options', 'spread_options', 'merge')] + [
+    (candidates.summaries, n) for n in ('tree_members', 'texts')] + [
     (candidates_render, 'render'), (candidates, 'find')]
 
 

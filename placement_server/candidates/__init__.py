@@ -22,16 +22,13 @@ from placement_server.candidates import request as request_mod
 from placement_server.candidates import search
 from placement_server.candidates import summaries
 from placement_server.candidates import view as view_mod
-from placement_server.candidates.summaries import Resources
 
 
 @dataclasses.dataclass
 class Result:
     candidates: list[combine.Candidate]
-    # {id: (uuid, parent id, root id)} of everything shown
-    providers: dict[int, tuple[str, int | None, int]]
-    # {id: ({class name: (capacity, used)}, [trait])}
-    summaries: dict[int, tuple[Resources, list[str]]]
+    providers: dict[int, str]         # {id: uuid} of everything shown
+    summaries: dict[int, str]         # {id: its summary, JSON text}
     class_names: dict[int, str]       # {class id: name}
 
 
@@ -99,12 +96,10 @@ class _Search:
             self.shared_classes |= seen & set(query.resources)
             seen |= set(query.resources)
         self._tree_rows: dict[int, list[Any]] = {}   # {root: provider rows}
-        self.used: summaries.Used = {}     # of the providers in _tree_rows
         self.sharing, self.trees = names.sharing, names.trees
         # Without trees or sharing providers every group is one provider.
         self.spread_needed = bool(self.sharing) or self.trees
         self.root_of: dict[int, int] = {}
-        self.version_of: dict[int, summaries.Version] = {}
         self.capacity: combine.Capacity = {}
         self._anchors: dict[int, set[int]] = {}
 
@@ -113,12 +108,10 @@ class _Search:
 
     def tree_members(self, root_ids: Collection[int]) -> list[Any]:
         """Rows (id, uuid, parent, root, generation) of the given trees,
-        read once per request, with their usage (``used``)."""
+        gathered once per request."""
         missing = set(root_ids) - self._tree_rows.keys()
         if missing:
-            rows, used = summaries.tree_members_and_usage(self.view, missing)
-            self.used.update(used)
-            for row in rows:
+            for row in summaries.tree_members(self.view, missing):
                 self._tree_rows.setdefault(row[3], []).append(row)
             for root in missing:
                 self._tree_rows.setdefault(root, [])
@@ -131,9 +124,8 @@ class _Search:
     def lone_group(self, query: search.GroupQuery) -> list[combine.Candidate]:
         """A request of one single-provider group and no root filter: each
         matching provider is one candidate, whatever it anchors."""
-        found, _, versions = search.single_providers(self.view, query, versions=not self.trees)
+        found, _ = search.single_providers(self.view, query)
         self.root_of.update(found)
-        self.version_of.update(versions)
         asked = tuple(sorted(query.resources.items()))
         return [combine.Candidate({rp: asked}, {query.suffix: [rp]}) for rp in sorted(found)]
 
@@ -142,10 +134,8 @@ class _Search:
             found = search.resourceless_providers(self.view, query)
             return self._single(found, query)
         if query.granular or not self.spread_needed:
-            found, capacity, versions = search.single_providers(
-                self.view, query, self.shared_classes, versions=not self.trees)
+            found, capacity = search.single_providers(self.view, query, self.shared_classes)
             self.capacity.update(capacity)
-            self.version_of.update(versions)
             return self._single(found, query)
         return self._spread(query)
 
@@ -265,29 +255,12 @@ def _combined(view: view_mod.ResourceView, request: request_mod.CandidateRequest
 def _with_summaries(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
                     candidates: list[combine.Candidate], state: _Search,
                     class_names: dict[int, str]) -> Result:
-    used_rps = {rp for c in candidates for rp in c.amounts}
-    roots: set[int] | None = None    # set when whole trees are shown
-    known_usage = None
-    providers: dict[int, tuple[str, int | None, int]]
-    versions: dict[int, summaries.Version]
-    if not state.trees and used_rps <= state.version_of.keys():
-        # Every provider is its own tree, and the search read its uuid.
-        versions = {rp: state.version_of[rp] for rp in used_rps}
-        providers = {rp: (version[0], None, rp) for rp, version in versions.items()}
-    else:
-        if request.nested_aware:
-            roots = {state.root_of[rp] for rp in used_rps}
-            rows = state.tree_members(roots)
-            known_usage = state.used
-        else:
-            rows = search.providers_by_id(view, used_rps)
-        providers = {r[0]: (r[1], r[2], r[3]) for r in rows}
-        versions = {r[0]: (r[1], r[4]) for r in rows}
+    """The Result: the candidates, and summaries of the providers they use
+    (from 1.29, of every provider in their trees)."""
+    shown: set[int] = {rp for c in candidates for rp in c.amounts}
+    if request.nested_aware and state.trees:
+        shown = {row[0] for row in state.tree_members({state.root_of[rp] for rp in shown})}
     mapped = {rp for c in candidates for rps in c.mappings.values() for rp in rps}
-    missing = mapped - set(providers)
-    if missing:
-        providers.update({r[0]: (r[1], r[2], r[3])
-                          for r in search.providers_by_id(view, missing)})
-    resources, traits = summaries.summaries_data(view, versions, roots, known_usage)
-    return Result(candidates, providers,
-                  {rp: (resources[rp], traits[rp]) for rp in versions}, class_names)
+    rows = view.rows
+    return Result(candidates, {rp: rows[rp][1] for rp in shown | mapped},
+                  summaries.texts(view, shown, summaries.shape_of(request)), class_names)

@@ -7,6 +7,7 @@ forbidden traits, member_of and forbidden aggregates (on the provider, or
 for a group that may spread over a tree, on its root too), the tree asked
 for. ``combine`` puts what comes back together.
 """
+from collections.abc import Callable
 from collections.abc import Collection
 from collections.abc import Iterable
 import dataclasses
@@ -15,7 +16,6 @@ from placement_server import errors
 from placement_server.candidates.combine import Capacity
 from placement_server.candidates.view import Inv
 from placement_server.candidates.view import ResourceView
-from placement_server.candidates.view import Row
 
 
 @dataclasses.dataclass
@@ -68,9 +68,11 @@ def resolve(view: ResourceView, classes: Collection[str], traits: Collection[str
                  {rp: set(view.aggregates.get(rp, ())) for rp in view.sharing},
                  view.children > 0)
 
+
 def root_of_uuid(view: ResourceView, uuid: str) -> int | None:
     rp = view.by_uuid.get(uuid)
     return None if rp is None else view.rows[rp][3]
+
 
 def sharing_anchors(view: ResourceView, sharing_ids: Collection[int]) -> dict[int, set[int]]:
     """{sharing provider: roots of the trees it shares an aggregate with,
@@ -82,6 +84,7 @@ def sharing_anchors(view: ResourceView, sharing_ids: Collection[int]) -> dict[in
             roots.update(view.rows[rp][3] for rp in view.in_aggregate[agg])
         anchors[s] = roots
     return anchors
+
 
 def _with_room(view: ResourceView, resources: dict[int, int]) -> set[int] | list[int]:
     """Providers with room for every (class, amount), the smallest
@@ -99,33 +102,42 @@ def _with_room(view: ResourceView, resources: dict[int, int]) -> set[int] | list
             return []
     return found or []
 
-def _meets(view: ResourceView, rp: int, query: GroupQuery) -> bool:
-    """The provider's own traits and aggregates pass the group's filters."""
-    traits = view.traits.get(rp, frozenset())
-    aggregates = view.aggregates.get(rp, frozenset())
-    return (all(traits & any_of for any_of in query.required)
-            and not traits & query.forbidden
-            and all(aggregates & any_of for any_of in query.member_of)
-            and not aggregates & query.forbidden_aggs
-            and (query.tree_root is None or view.rows[rp][3] == query.tree_root))
 
-def single_providers(view: ResourceView, query: GroupQuery, capacity_of: Collection[int] = (),
-                     versions: bool = True
-                     ) -> tuple[dict[int, int], Capacity, dict[int, tuple[str, int]]]:
+def _filter(view: ResourceView, query: GroupQuery) -> Callable[[int], bool] | None:
+    """Whether a provider's own traits and aggregates (and tree) pass the
+    group's filters, as a test of its id; None when the group has none."""
+    if not (query.required or query.forbidden or query.member_of or query.forbidden_aggs
+            or query.tree_root is not None):
+        return None
+    traits, aggregates, rows = view.traits, view.aggregates, view.rows
+    empty: frozenset[int] = frozenset()
+
+    def meets(rp: int) -> bool:
+        mine = traits.get(rp, empty)
+        if not all(mine & any_of for any_of in query.required) or mine & query.forbidden:
+            return False
+        mine = aggregates.get(rp, empty)
+        return (all(mine & any_of for any_of in query.member_of)
+                and not mine & query.forbidden_aggs
+                and (query.tree_root is None or rows[rp][3] == query.tree_root))
+    return meets
+
+
+def single_providers(view: ResourceView, query: GroupQuery, capacity_of: Collection[int] = ()
+                     ) -> tuple[dict[int, int], Capacity]:
     """Providers that alone satisfy a group: every class, trait and aggregate.
 
-    Returns ({provider: root}, {(provider, class): (capacity, used, max_unit)},
-    {provider: (uuid, generation)}); the second only for the classes in
-    ``capacity_of`` (those other groups ask for too, whose amounts may add
-    up), the third only when ``versions`` is asked for.
+    Returns ({provider: root}, {(provider, class): (capacity, used, max_unit)}),
+    the second only for the classes in ``capacity_of`` (those other groups
+    ask for too, whose amounts may add up).
     """
     rows = view.rows
+    meets = _filter(view, query)
     roots = {rp: rows[rp][3] for rp in _with_room(view, query.resources)
-             if _meets(view, rp, query)}
-    found_versions = ({rp: (rows[rp][1], rows[rp][4]) for rp in roots}
-                      if versions else {})
+             if meets is None or meets(rp)}
     wanted = set(capacity_of) & set(query.resources)
-    return roots, capacities(view, roots, wanted) if wanted else {}, found_versions
+    return roots, capacities(view, roots, wanted) if wanted else {}
+
 
 def capacities(view: ResourceView, rp_ids: Iterable[int], rc_ids: Iterable[int]) -> Capacity:
     """{(provider, class): (capacity, used, max_unit)} for the given pairs."""
@@ -138,6 +150,7 @@ def capacities(view: ResourceView, rp_ids: Iterable[int], rc_ids: Iterable[int])
             if inv is not None:
                 found[rp, rc] = (int(inv[0]), used.get(rp, 0), inv[2])
     return found
+
 
 def providers_per_class(view: ResourceView, query: GroupQuery) -> tuple[
         dict[int, list[int]], dict[int, int], Capacity, dict[int, set[int]]]:
@@ -190,6 +203,7 @@ def providers_per_class(view: ResourceView, query: GroupQuery) -> tuple[
             break
     return by_class, roots, capacity, meets
 
+
 def matching_roots(view: ResourceView, root_ids: Iterable[int], required: Iterable[int],
                    forbidden: Collection[int]) -> set[int]:
     required = frozenset(required)
@@ -199,14 +213,13 @@ def matching_roots(view: ResourceView, root_ids: Iterable[int], required: Iterab
             if required <= view.traits.get(root, empty)
             and not view.traits.get(root, empty) & forbidden}
 
+
 def roots_in_aggregates(view: ResourceView, root_ids: Iterable[int],
                         agg_ids: Iterable[int]) -> set[int]:
     wanted = frozenset(agg_ids)
     return {root for root in root_ids if view.aggregates.get(root, frozenset()) & wanted}
 
+
 def resourceless_providers(view: ResourceView, query: GroupQuery) -> dict[int, int]:
-    return {rp: row[3] for rp, row in view.rows.items() if _meets(view, rp, query)}
-
-def providers_by_id(view: ResourceView, ids: Iterable[int]) -> list[Row]:
-    return [view.rows[rp] for rp in ids if rp in view.rows]
-
+    meets = _filter(view, query)
+    return {rp: row[3] for rp, row in view.rows.items() if meets is None or meets(rp)}

@@ -1,79 +1,82 @@
 """GET /allocation_candidates: provider summaries, from the resource view.
 
-A summary is a provider's capacity and usage per resource class, and its
-traits. The view keeps each provider's summary with nothing used, built
-when first shown and dropped when the provider changes; usage is laid over
-it per request.
+A summary shows a provider's capacity and usage per resource class, its
+traits and its place in its tree, as far as the request's microversion
+asks (``Shape``). It is written as JSON text once per provider and shape
+and kept in the view until the provider changes (every write to it, an
+allocation's included, reloads it): an answer shows up to every provider
+of a cloud, and writing them out was most of its work.
 """
 from collections.abc import Collection
 from collections.abc import Iterable
-from typing import Any
+import json
+from typing import NamedTuple
 
+from placement_server.candidates.request import CandidateRequest
 from placement_server.candidates.view import ResourceView
 from placement_server.candidates.view import Row
 
-# (uuid, generation) of a provider
-Version = tuple[str, int]
-# {class name: (capacity, used)}
-Resources = dict[str, tuple[int, int]]
-
-# Distinct summary parts kept for sharing (most of a cloud's providers show
-# the same few); beyond this many, changes have left most unused.
-INTERNED_LIMIT = 100000
-
-# {(provider, class name): amount used}
-Used = dict[tuple[int, str], int]
+quoted = json.encoder.encode_basestring   # a JSON string, quotes included
 
 
-def tree_members_and_usage(view: ResourceView, root_ids: Iterable[int]
-                           ) -> tuple[list[Row], Used]:
+class Shape(NamedTuple):
+    """What a microversion shows of a provider."""
+    classes: frozenset[str] | None   # the requested ones (before 1.27), or every one
+    traits: bool                     # 1.17
+    tree: bool                       # 1.29: parent and root uuids
+
+
+def shape_of(request: CandidateRequest) -> Shape:
+    version = request.version
+    return Shape(None if version >= (1, 27) else frozenset(request.all_classes()),
+                 version >= (1, 17), version >= (1, 29))
+
+
+def tree_members(view: ResourceView, root_ids: Iterable[int]) -> list[Row]:
     """Rows (id, uuid, parent id, root id, generation) of every provider in
-    the given trees, and their usage."""
-    members = [view.rows[rp] for root in root_ids for rp in view.members.get(root, ())]
-    used = {}
-    for row in members:
-        rp = row[0]
-        for rc in view.used_of.get(rp, ()):
-            used[rp, view.class_names[rc]] = view.used[rc][rp]
-    return members, used
+    the given trees."""
+    members = view.members
+    rows = view.rows
+    return [rows[rp] for root in root_ids for rp in members.get(root, ())]
 
-def summaries_data(view: ResourceView, versions: dict[int, Version],
-                   roots: Collection[int] | None = None,
-                   known_usage: Used | None = None
-                   ) -> tuple[dict[int, Resources], dict[int, list[str]]]:
-    """``summaries.summaries_data``, from memory ({provider: {class
-    name: (capacity, used)}}, {provider: [trait names]})."""
-    resources, traits = {}, {}
-    for rp in versions:
-        idle, names = _summary(view, rp)
-        used_classes = view.used_of.get(rp)
-        if used_classes:
-            resources[rp] = {
-                name: (capacity, view.used[view.class_ids[name]].get(rp, 0)
-                       if view.class_ids[name] in used_classes else 0)
-                for name, (capacity, _) in idle.items()}
-        else:
-            resources[rp] = idle
-        traits[rp] = names
-    return resources, traits
 
-def _summary(view: ResourceView, rp: int) -> tuple[Resources, list[str]]:
-    entry = view.summaries.get(rp)
-    if entry is None:
-        idle = {view.class_names[rc]: (int(view.inventories[rc][rp][0]), 0)
-                for rc in sorted(view.classes_of.get(rp, ()))}
+def texts(view: ResourceView, providers: Collection[int], shape: Shape) -> dict[int, str]:
+    """{provider: its summary as JSON text}. Kept in the view for the
+    shapes of 1.27 on (which show every class); an older request's
+    (only its classes) is written for it alone."""
+    if shape.classes is not None:
+        return {rp: _text(view, rp, shape) for rp in providers}
+    kept = view.summaries
+    found = {}
+    for rp in providers:
+        mine = kept.get(rp)
+        if mine is None:
+            mine = kept[rp] = {}
+        text = mine.get(shape)
+        if text is None:
+            text = mine[shape] = _text(view, rp, shape)
+        found[rp] = text
+    return found
+
+
+def _text(view: ResourceView, rp: int, shape: Shape) -> str:
+    names = view.class_names
+    shown = []
+    for rc in sorted(view.classes_of.get(rp, ())):
+        name = names[rc]
+        if shape.classes is None or name in shape.classes:
+            # capacity rounded down, as upstream shows it
+            shown.append('%s:{"capacity":%d,"used":%d}' % (
+                quoted(name), int(view.inventories[rc][rp][0]),
+                view.used[rc].get(rp, 0) if rc in view.used else 0))
+    text = '{"resources":{%s}' % ','.join(shown)
+    if shape.traits:
         # in trait id order (standard traits before custom ones), as upstream lists them
-        names = [view.trait_names[t] for t in sorted(view.traits.get(rp, ()))]
-        entry = view.summaries[rp] = (_intern(view, idle), _intern(view, names))
-    return entry
-
-def _intern(view: ResourceView, value: Any) -> Any:
-    """One object per distinct summary part, shared by every provider
-    that shows it (render works each out once, see render.py)."""
-    key = (type(value), tuple(value.items()) if isinstance(value, dict) else tuple(value))
-    if len(view.interned) > INTERNED_LIMIT:
-        # the shared parts of providers changed since: start again
-        view.interned.clear()
-    return view.interned.setdefault(key, value)
-
-
+        text += ',"traits":[%s]' % ','.join(
+            quoted(view.trait_names[t]) for t in sorted(view.traits.get(rp, ())))
+    if shape.tree:
+        _, _, parent, root, _ = view.rows[rp]
+        text += ',"parent_provider_uuid":%s,"root_provider_uuid":%s' % (
+            'null' if parent is None else quoted(view.rows[parent][1]),
+            quoted(view.rows[root][1]))
+    return text + '}'

@@ -110,9 +110,8 @@ class ResourceView:
         self.class_names: dict[int, str] = {}
         self.trait_ids: dict[str, int] = {}
         self.trait_names: dict[int, str] = {}
-        # {provider: (resources with nothing used, trait names)}, interned
-        self.summaries: dict[int, tuple[dict[str, tuple[int, int]], list[str]]] = {}
-        self.interned: dict[tuple[Any, ...], Any] = {}
+        # {provider: {shape: its summary's JSON text}} (see summaries.py)
+        self.summaries: dict[int, dict[Any, str]] = {}
 
     # -- keeping up ---------------------------------------------------------
 
@@ -145,7 +144,7 @@ class ResourceView:
         self.class_ids, self.trait_ids = classes, traits
         self.class_names = {v: k for k, v in classes.items()}
         self.trait_names = {v: k for k, v in traits.items()}
-        self.summaries.clear()   # trait names show in them
+        self.summaries.clear()   # class and trait names show in them
         sharing_trait = traits.get(os_traits.MISC_SHARES_VIA_AGGREGATE)
         self.sharing = {rp for rp, ts in self.traits.items() if sharing_trait in ts}
 
@@ -204,6 +203,7 @@ class ResourceView:
                 self.sharing.add(rp)
         for rp, found in aggregates.items():
             self.aggregates[rp] = frozenset(found)
+
 
 _VIEWS: 'weakref.WeakKeyDictionary[sa.Engine, ResourceView]' = weakref.WeakKeyDictionary()
 _VIEWS_LOCK = threading.Lock()
