@@ -40,6 +40,7 @@ from placement_server import candidates  # noqa: E402
 from placement_server.candidates import render as candidates_render  # noqa: E402
 from placement_server.candidates import request as candidates_request  # noqa: E402
 from placement_server.db import api  # noqa: E402
+from placement_server.db import changes  # noqa: E402
 from placement_server.db import tables  # noqa: E402
 from tests import databases  # noqa: E402
 from tests import upstream  # noqa: E402
@@ -83,6 +84,8 @@ def load(db, providers, allocations=99, upstream_schema=False):
     """
     now = api.utcnow()
     with db.writer() as conn:
+        # rows written behind the API's back: the workers' views reload
+        changes.invalidate_all(conn)
         ids = lambda table, names: dict(conn.execute(  # noqa: E731
             sa.select(table.c.name, table.c.id).where(table.c.name.in_(names))).all())
         if upstream_schema:
@@ -123,6 +126,8 @@ def load_nested(db, providers, upstream_schema=False):
     now = api.utcnow()
     rp = tables.resource_providers
     with db.writer() as conn:
+        # rows written behind the API's back: the workers' views reload
+        changes.invalidate_all(conn)
         rcs, traits = {}, {}
         for _, _, inventories, names in TREE:
             for rc in inventories:

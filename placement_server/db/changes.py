@@ -66,28 +66,40 @@ def record(conn):
     dialect = conn.dialect.name
     if dialect == 'postgresql':
         # One round trip: bump and insert in one statement.
-        conn.exec_driver_sql(
+        written = conn.exec_driver_sql(
             'WITH bump AS (UPDATE resource_view_counters SET seq = seq + 1 '
             'WHERE shard = %d RETURNING seq) '
             'INSERT INTO resource_view_changes (shard, seq, provider_id) '
             "SELECT %d, bump.seq, p FROM bump, unnest('{%s}'::integer[]) AS p"
-            % (shard, shard, ids))
+            % (shard, shard, ids)).rowcount
+        _check(written == len(changed), shard)
     else:
         if dialect == 'mysql':
             # No UPDATE ... RETURNING: LAST_INSERT_ID(expr) keeps the new
             # number on this connection for the insert to use.
-            conn.exec_driver_sql('UPDATE resource_view_counters SET seq = '
-                                 'LAST_INSERT_ID(seq + 1) WHERE shard = %d' % shard)
+            bumped = conn.exec_driver_sql('UPDATE resource_view_counters SET seq = '
+                                          'LAST_INSERT_ID(seq + 1) WHERE shard = %d'
+                                          % shard).rowcount
+            _check(bumped == 1, shard)
             seq = 'LAST_INSERT_ID()'
         else:
-            seq = '%d' % conn.exec_driver_sql(
+            number = conn.exec_driver_sql(
                 'UPDATE resource_view_counters SET seq = seq + 1 WHERE shard = %d '
-                'RETURNING seq' % shard).scalar_one()
+                'RETURNING seq' % shard).scalar()
+            _check(number is not None, shard)
+            seq = '%d' % number
         conn.exec_driver_sql(
             'INSERT INTO resource_view_changes (shard, seq, provider_id) VALUES %s'
             % ','.join('(%d, %s, %s)' % (shard, seq, i) for i in ids.split(',')))
     if prune_due():
         prune(conn, shard)
+
+
+def _check(bumped, shard):
+    """A write without its change rows would leave every view behind for good."""
+    if not bumped:
+        raise RuntimeError('resource_view_counters has no row for shard %d: the schema '
+                           'is older than this code (run placement-manage db sync)' % shard)
 
 
 def prune_due():

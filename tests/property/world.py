@@ -12,6 +12,7 @@ import uuid as uuidlib
 import sqlalchemy as sa
 
 from placement_server.db import api
+from placement_server.db import changes
 from placement_server.db import tables
 
 
@@ -58,6 +59,8 @@ class World:
                 yield self
             finally:
                 self._batch = None
+            # rows written behind the API's back: the workers' views reload
+            changes.invalidate_all(conn)
 
     @contextlib.contextmanager
     def _writer(self):
@@ -66,6 +69,7 @@ class World:
         else:
             with self.db.writer() as conn:
                 yield conn
+                changes.invalidate_all(conn)
 
     def ensure_traits(self, *names):
         with self._writer() as conn:
