@@ -37,6 +37,7 @@ import sqlalchemy as sa  # noqa: E402
 import webob.multidict  # noqa: E402
 
 from placement_server import candidates  # noqa: E402
+from placement_server import view as resource_view  # noqa: E402
 from placement_server.candidates import render as candidates_render  # noqa: E402
 from placement_server.candidates import request as candidates_request  # noqa: E402
 from placement_server.db import api  # noqa: E402
@@ -180,7 +181,7 @@ def median_ms(fn, repeat):
 
 
 # The steps of a request that --breakdown times: (module, function).
-STEPS = [(candidates.view.ResourceView, 'refresh')] + [
+STEPS = [(resource_view.ResourceView, 'refresh')] + [
     (candidates.search, n) for n in ('resolve', 'single_providers', 'providers_per_class',
                                       'capacities')] + [
     (candidates.combine, n) for n in ('single_provider_options', 'spread_options', 'merge')] + [

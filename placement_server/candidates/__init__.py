@@ -17,11 +17,11 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from placement_server import view as view_mod
 from placement_server.candidates import combine
 from placement_server.candidates import request as request_mod
 from placement_server.candidates import search
 from placement_server.candidates import summaries
-from placement_server.candidates import view as view_mod
 
 
 @dataclasses.dataclass

@@ -14,8 +14,8 @@ import dataclasses
 
 from placement_server import errors
 from placement_server.candidates.combine import Capacity
-from placement_server.candidates.view import Inv
-from placement_server.candidates.view import ResourceView
+from placement_server.view import Inv
+from placement_server.view import ResourceView
 
 
 @dataclasses.dataclass
@@ -42,10 +42,13 @@ class Names:
 
 
 def fits(amount: int, used: int, inv: Inv) -> bool:
-    """``inv`` can take ``amount`` more with ``used`` allocated: the rule of
-    ``provider_filters.capacity_for`` (which says why it is the one rule),
-    in Python; tests/functional/test_candidates_capacity.py holds both to
-    one reference."""
+    """``inv`` can take ``amount`` more with ``used`` allocated: free
+    capacity and unit limits. The one rule for lists and candidates (where
+    several groups take from one provider, ``combine`` checks only the sum
+    against capacity and max_unit; each amount passed here). Claims apply
+    it to the rows they lock (``allocations._check_capacity``, which must
+    say which limit failed); tests/functional/test_candidates_capacity.py
+    holds both to one reference."""
     capacity, min_unit, max_unit, step = inv
     return (used + amount <= capacity and min_unit <= amount <= max_unit
             and (step == 1 or amount % step == 0))
@@ -223,3 +226,13 @@ def roots_in_aggregates(view: ResourceView, root_ids: Iterable[int],
 def resourceless_providers(view: ResourceView, query: GroupQuery) -> dict[int, int]:
     meets = _filter(view, query)
     return {rp: row[3] for rp, row in view.rows.items() if meets is None or meets(rp)}
+
+
+def providers(view: ResourceView, query: GroupQuery) -> list[int]:
+    """Ids of the providers that alone satisfy ``query`` (its classes, if
+    any, from their own inventory), in id order: GET /resource_providers."""
+    if query.resources:
+        found: Collection[int] = single_providers(view, query)[0]
+    else:
+        found = resourceless_providers(view, query)
+    return sorted(found)

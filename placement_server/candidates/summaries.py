@@ -13,8 +13,8 @@ import json
 from typing import NamedTuple
 
 from placement_server.candidates.request import CandidateRequest
-from placement_server.candidates.view import ResourceView
-from placement_server.candidates.view import Row
+from placement_server.view import ResourceView
+from placement_server.view import Row
 
 quoted = json.encoder.encode_basestring   # a JSON string, quotes included
 

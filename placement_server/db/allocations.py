@@ -170,7 +170,7 @@ def _check_capacity(conn, claims, provider_rows, class_ids):
 
     ``claims`` is [(provider uuid, class, used)], after the consumers' old
     allocations were deleted in this transaction. The rule is
-    ``provider_filters.capacity_for``'s, judged here in Python because the
+    ``candidates.search.fits``', judged here on the locked rows because the
     answer must say which limit failed; tests/functional/
     test_candidates_capacity.py holds the two to the same reference.
     """

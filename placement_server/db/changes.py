@@ -26,7 +26,11 @@ bump is the last statement, so a counter is held only for the commit.
 Change rows are pruned as they age (``KEEP`` per counter); a reader that
 fell further behind than what is kept (``floor``) loads everything again.
 """
+from collections.abc import Iterable
 import random
+from typing import NoReturn
+
+import sqlalchemy as sa
 
 from placement_server.db import tables
 
@@ -44,18 +48,18 @@ COUNTERS = tables.resource_view_counters
 CHANGES = tables.resource_view_changes
 
 
-def note(conn, provider_ids):
+def note(conn: sa.Connection, provider_ids: Iterable[int]) -> None:
     """This write transaction changed these providers (ids)."""
     conn.info.setdefault('changed', set()).update(provider_ids)
 
 
-def note_names(conn):
+def note_names(conn: sa.Connection) -> None:
     """This write transaction created, renamed or deleted a resource class
     or trait, or a provider's aggregate uuid to id mapping could change."""
     conn.info.setdefault('changed', set()).add(NAMES)
 
 
-def record(conn):
+def record(conn: sa.Connection) -> None:
     """Write what this transaction noted, as its last statements (called by
     ``Database.writer`` just before COMMIT); nothing when nothing changed."""
     changed = conn.info.pop('changed', None)
@@ -86,7 +90,8 @@ def record(conn):
             number = conn.exec_driver_sql(
                 'UPDATE resource_view_counters SET seq = seq + 1 WHERE shard = %d '
                 'RETURNING seq' % shard).scalar()
-            _check(number is not None, shard)
+            if number is None:
+                _missing(shard)
             seq = '%d' % number
         conn.exec_driver_sql(
             'INSERT INTO resource_view_changes (shard, seq, provider_id) VALUES %s'
@@ -95,20 +100,24 @@ def record(conn):
         prune(conn, shard)
 
 
-def _check(bumped, shard):
+def _check(bumped: bool, shard: int) -> None:
     """A write without its change rows would leave every view behind for good."""
     if not bumped:
-        raise RuntimeError('resource_view_counters has no row for shard %d: the schema '
-                           'is older than this code (run placement-manage db sync)' % shard)
+        _missing(shard)
 
 
-def prune_due():
+def _missing(shard: int) -> NoReturn:
+    raise RuntimeError('resource_view_counters has no row for shard %d: the schema '
+                       'is older than this code (run placement-manage db sync)' % shard)
+
+
+def prune_due() -> bool:
     """One write in PRUNE_EVERY prunes its shard (by chance: on MariaDB the
     writer never reads its number back)."""
     return random.randrange(PRUNE_EVERY) == 0
 
 
-def prune(conn, shard):
+def prune(conn: sa.Connection, shard: int) -> None:
     """Drop the shard's change rows older than the newest KEEP, and say so
     in its ``floor``; run inside a write that bumped the shard."""
     conn.exec_driver_sql(
@@ -123,12 +132,12 @@ def prune(conn, shard):
 Position = dict[int, int]
 
 
-def position(conn):
+def position(conn: sa.Connection) -> Position:
     """Where the sequence stands: a view read after this is at least as new."""
     return dict(conn.exec_driver_sql('SELECT shard, seq FROM resource_view_counters').all())
 
 
-def since(conn, last):
+def since(conn: sa.Connection, last: Position) -> tuple[Position, set[int]] | None:
     """(new position, ids of the providers changed after ``last``), in one
     statement; the ids include ``NAMES`` when names changed. None when
     ``last`` is further behind than the kept change rows reach: the caller
@@ -144,7 +153,7 @@ def since(conn, last):
         'SELECT shard, seq, provider_id FROM resource_view_changes WHERE %s'
         % (after or '1 = 0')).all()
     new = dict(last)
-    changed = set()
+    changed: set[int] = set()
     for shard, seq, value in rows:
         if seq is None:
             if value > last.get(shard, 0):
@@ -156,7 +165,7 @@ def since(conn, last):
     return new, changed
 
 
-def invalidate_all(conn):
+def invalidate_all(conn: sa.Connection) -> None:
     """Make every worker load its whole view again at its next request:
     for rows changed behind the server's back (hand-made SQL, a restore,
     a test resetting its database)."""

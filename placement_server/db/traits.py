@@ -6,7 +6,6 @@ import sqlalchemy as sa
 from placement_server import errors
 from placement_server.db import api
 from placement_server.db import changes
-from placement_server.db import provider_filters
 from placement_server.db import providers
 from placement_server.db import tables
 
@@ -72,6 +71,18 @@ def of_provider(conn, provider_id):
         .order_by(TRAITS.c.name)).mappings().all()
 
 
+def _ids(conn, names):
+    """{name: id}; unknown names are a 400 listing them."""
+    if not names:
+        return {}
+    found = dict(conn.execute(sa.select(TRAITS.c.name, TRAITS.c.id)
+                              .where(TRAITS.c.name.in_(sorted(names)))).all())
+    unknown = set(names) - set(found)
+    if unknown:
+        raise errors.BadRequest('No such trait %s' % ', '.join(sorted(unknown)))
+    return found
+
+
 def set_for_provider(conn, uuid, names, generation):
     """Replace the provider's traits with ``names`` (all must exist).
 
@@ -81,7 +92,7 @@ def set_for_provider(conn, uuid, names, generation):
     """
     row = providers.get(conn, uuid, for_update=True)
     providers.check_generation(row, generation)
-    wanted = provider_filters.trait_ids(conn, set(names), 'No such trait %s')
+    wanted = _ids(conn, set(names))
     if providers.replace_links(conn, RPT.c.trait_id, row['id'], set(wanted.values())):
         return providers.increment_generation(conn, row['id'], generation)
     return generation

@@ -5,8 +5,9 @@ import uuid as uuidlib
 from placement_server import errors
 from placement_server import query
 from placement_server import util
+from placement_server import view as resource_view
+from placement_server.candidates import search
 from placement_server.db import api
-from placement_server.db import provider_filters
 from placement_server.db import providers as db
 from placement_server.schemas import resource_provider as schema
 
@@ -102,24 +103,58 @@ def create_resource_provider(req):
 
 
 def _filters(req):
-    """Keyword arguments for provider_filters.conditions from the query."""
+    """The list's filters from the query: (name, uuid, {class: amount},
+    [any-of trait sets], forbidden traits, [any-of aggregate sets],
+    forbidden aggregates, in_tree)."""
     params = util.query_params(req, schema.list_schema(req.version))
-    filters = {}
-    if params.get('name'):   # an empty name filters nothing, as upstream
-        filters['name'] = params['name']
-    if 'uuid' in params:
-        filters['uuid'] = util.normalize_uuid(params['uuid'])
+    member_of, forbidden_aggs, required, forbidden = [], set(), [], set()
     if 'member_of' in params:
-        filters['member_of'], filters['forbidden_aggregates'] = query.parse_member_of(
-            req.GET.getall('member_of'), req.version)
-    if 'resources' in params:
-        filters['resources'] = query.parse_resources(params['resources'])
-    if 'in_tree' in params:
-        filters['in_tree'] = util.normalize_uuid(params['in_tree'])
+        member_of, forbidden_aggs = query.parse_member_of(req.GET.getall('member_of'),
+                                                          req.version)
     if 'required' in params:
-        filters['required'], filters['forbidden_traits'] = query.parse_required(
-            req.GET.getall('required'), req.version)
-    return filters
+        required, forbidden = query.parse_required(req.GET.getall('required'), req.version)
+    return (params.get('name') or None,   # an empty name filters nothing, as upstream
+            util.normalize_uuid(params['uuid']) if 'uuid' in params else None,
+            query.parse_resources(params['resources']) if 'resources' in params else {},
+            required, forbidden, member_of, forbidden_aggs,
+            util.normalize_uuid(params['in_tree']) if 'in_tree' in params else None)
+
+
+def _matching(view, filters):
+    """Ids of the providers the filters select, from the resource view.
+    Unknown classes and traits are 400s; unknown aggregates or an unknown
+    in_tree provider match nothing."""
+    name, uuid, resources, required, forbidden, member_of, forbidden_aggs, in_tree = filters
+    unknown = sorted(set().union(forbidden, *required) - set(view.trait_ids))
+    if unknown:
+        raise errors.BadRequest('Invalid trait(s) in "required" parameter: No such '
+                                'trait(s): %s.' % ', '.join(unknown))
+    unknown = sorted(set(resources) - set(view.class_ids))
+    if unknown:
+        raise errors.BadRequest('Invalid resource class in resources parameter: No such '
+                                'resource class %s.' % ', '.join(unknown))
+    aggregates = [{view.aggregate_ids[u] for u in any_of if u in view.aggregate_ids}
+                  for any_of in member_of]
+    tree_root = None
+    if in_tree is not None:
+        tree_root = search.root_of_uuid(view, in_tree)
+        if tree_root is None:
+            return []
+    group = search.GroupQuery(
+        suffix='', granular=False,
+        resources={view.class_ids[rc]: amount for rc, amount in resources.items()},
+        required=[frozenset(view.trait_ids[t] for t in any_of) for any_of in required],
+        forbidden={view.trait_ids[t] for t in forbidden},
+        member_of=aggregates,
+        forbidden_aggs={view.aggregate_ids[u] for u in forbidden_aggs
+                        if u in view.aggregate_ids},
+        tree_root=tree_root)
+    found = search.providers(view, group)
+    if uuid is not None:
+        found = [rp for rp in found if view.rows[rp][1] == uuid]
+    if name is not None:
+        found = [rp for rp in found if view.details[rp][0] == name]
+    return found
 
 
 def list_resource_providers(req):
@@ -127,9 +162,18 @@ def list_resource_providers(req):
     util.check_accept(req)
     filters = _filters(req)
     with req.db.reader() as conn:
-        where = provider_filters.conditions(conn, **filters)
-        rows, newest = db.list_view(conn, where)
-    return util.json_response(req, list_body(req, rows), modified=util.last_modified(newest))
+        view = resource_view.of(conn)
+        with view.lock:
+            view.refresh(conn)
+            found = _matching(view, filters)
+            rows, details = view.rows, view.details
+            # In db.view_query's column order, which list_body renders.
+            listed = [(rp, rows[rp][1], details[rp][0], rows[rp][4], details[rp][1],
+                       details[rp][2], rows[rows[rp][2]][1] if rows[rp][2] else None,
+                       rows[rows[rp][3]][1]) for rp in found]
+            newest = view.last_modified(found)
+    return util.json_response(req, list_body(req, listed),
+                              modified=util.last_modified(newest))
 
 
 def get_resource_provider(req, uuid):

@@ -1,10 +1,10 @@
 """One capacity rule for lists, candidates and claims, on every backend.
 
 GET /resource_providers?resources= and GET /allocation_candidates judge
-"can this inventory take that much more" with the same SQL
-(``provider_filters.capacity_for``) in different statements: lists with
-usage as a correlated subquery, candidates with usage joined once, either
-for one provider per group or per class across a tree. A claim judges it
+"can this inventory take that much more" with the same rule over the
+resource view (``candidates.search.fits``), lists and candidates' single
+provider groups through ``single_providers``, a group spread over a tree
+per class (``providers_per_class``). A claim judges it
 in Python on the rows it locked (``allocations._check_capacity``: it must
 say which limit failed). On random inventories (reserved, fractional
 allocation ratios, min_unit, max_unit, step_size) and usage, all of them

@@ -1,5 +1,5 @@
 """Provider summaries stay exact while workers keep them in their resource
-view between requests (placement_server/candidates/view.py, summaries.py):
+view between requests (placement_server/view.py, candidates/summaries.py):
 every write through the API shows in the next answer, on every backend."""
 import uuid
 

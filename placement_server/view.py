@@ -1,9 +1,10 @@
-"""GET /allocation_candidates: the resource view each worker keeps.
+"""The resource view each worker keeps: providers as lists and candidates read them.
 
-Everything a candidates request reads -- providers and their trees,
-inventories, usage, traits, aggregates, the names of classes and traits --
-is held in memory, one view per database and process, and brought up to
-date at the start of every request from the change sequence
+Everything GET /resource_providers and GET /allocation_candidates read --
+providers and their trees, inventories, usage, traits, aggregates, the
+names of classes and traits -- is held in memory, one view per database
+and process, and brought up to date at the start of every request from
+the change sequence
 (``placement_server.db.changes``): one indexed statement when nothing
 changed, plus one statement reloading just the providers that did. A
 write that committed before a request began is in that request's answer,
@@ -12,27 +13,100 @@ as it was when every request ran its own SQL.
 The view only proposes: a claim still commits under the providers'
 generation check against the database, the only truth.
 
-``search`` and ``summaries`` answer from it.
+``candidates.search`` and ``candidates.summaries`` answer from it.
 """
+from collections.abc import Callable
 from collections.abc import Collection
 from collections.abc import Iterable
+from collections.abc import Iterator
+from collections.abc import Sequence
+import datetime
 import threading
 from typing import Any
+from typing import Unpack
 import weakref
 
 import os_traits
 import sqlalchemy as sa
 
-from placement_server.candidates.sql import ALLOC
-from placement_server.candidates.sql import INV
-from placement_server.candidates.sql import RP
-from placement_server.candidates.sql import RPA
-from placement_server.candidates.sql import RPT
-from placement_server.candidates.sql import ByIds
-from placement_server.candidates.sql import Holds
-from placement_server.candidates.sql import fetch_all
 from placement_server.db import changes
 from placement_server.db import tables
+
+RP = tables.resource_providers
+INV = tables.inventories
+ALLOC = tables.allocations
+RPT = tables.resource_provider_traits
+RPA = tables.resource_provider_aggregates
+
+Column = sa.ColumnElement[Any]
+# A SELECT of any columns
+Select = sa.Select[Unpack[tuple[Any, ...]]]
+Condition = sa.ColumnElement[bool]
+# A condition on a provider id column: ``holds(column)`` (see ByIds).
+Holds = Callable[[Column], Condition]
+
+# Ids per IN list, to keep statements a sensible size.
+CHUNK = 5000
+
+
+def chunks(ids: Iterable[int]) -> Iterator[list[int]]:
+    ordered = sorted(ids)
+    for i in range(0, len(ordered), CHUNK):
+        yield ordered[i:i + CHUNK]
+
+
+def fetch_all(conn: sa.Connection, stmt: sa.Executable) -> Sequence[Any]:
+    """The rows of ``stmt`` as plain tuples, read from the DBAPI cursor:
+    for the view's load (hundreds of thousands of rows at 100000 providers)
+    SQLAlchemy's result rows cost several times the database's work."""
+    result = conn.execute(stmt)
+    try:
+        rows: Sequence[Any] = result.cursor.fetchall()
+        return rows
+    finally:
+        result.close()
+
+
+class ByIds:
+    """A statement over one list of provider ids, compiled once per dialect.
+
+    ``build(holds)`` makes the statement, with ``holds(column)`` wherever it
+    filters a provider column by the ids. The ids (integers read from the
+    database) are written into the SQL text when it runs: compiling a
+    statement per id list, or binding thousands of parameters, costs more
+    than the query.
+    """
+    _MARK = '__provider_ids__'
+    # PostgreSQL estimates each element of an IN list on its own when it
+    # plans (2 ms per 1000 ids); the elements of one array, unnested, it
+    # counts and hashes.
+    _LIST = {'postgresql': "SELECT unnest('{%s}'::integer[])"}
+
+    def __init__(self, build: Callable[[Holds], sa.ClauseElement]) -> None:
+        self._build = build
+        self._sql: dict[str, str] = {}
+
+    def rows(self, conn: sa.Connection, ids: Iterable[int]) -> list[Any]:
+        sql = self._sql.get(conn.dialect.name)
+        if sql is None:
+            stmt = self._build(
+                lambda column: column.op('IN')(sa.literal_column('(%s)' % self._MARK)))
+            sql = str(stmt.compile(dialect=conn.dialect,
+                                   compile_kwargs={'literal_binds': True}))
+            # Run without parameters, so no driver reads '%' as one.
+            assert '%' not in sql, sql
+            self._sql[conn.dialect.name] = sql
+        id_list = self._LIST.get(conn.dialect.name, '%s')
+        rows: list[Any] = []
+        for chunk in chunks(ids):
+            result = conn.exec_driver_sql(
+                sql.replace(self._MARK, id_list % ','.join(map(str, chunk))))
+            try:
+                rows += result.cursor.fetchall()
+            finally:
+                result.close()
+        return rows
+
 
 # (id, uuid, parent id, root id, generation)
 Row = tuple[int, str, int | None, int, int]
@@ -43,10 +117,11 @@ Inv = tuple[float, int, int, int]
 
 def _rows(holds: Holds) -> sa.CompoundSelect[Any]:
     """Everything the view holds of the providers ``holds(column)`` selects,
-    as rows (kind, provider, i1, i2, i3, i4, i5, ratio, text):
-    'p' (parent, root, generation; uuid), 'i' (class, total, reserved,
-    min_unit, max_unit, step_size; allocation ratio), 'u' (class, used),
-    't' (trait), 'a' (aggregate; its uuid)."""
+    as rows (kind, provider, i1, i2, i3, i4, i5, i6, ratio, text, name,
+    created, updated): 'p' (parent, root, generation; uuid; name, created,
+    updated), 'i' (class, total, reserved, min_unit, max_unit, step_size;
+    allocation ratio), 'u' (class, used), 't' (trait), 'a' (aggregate;
+    its uuid)."""
     null = sa.null()
 
     def kind(name: str) -> sa.Label[str]:
@@ -56,22 +131,23 @@ def _rows(holds: Holds) -> sa.CompoundSelect[Any]:
         sa.select(kind('p'), RP.c.id.label('rp'), RP.c.parent_provider_id.label('i1'),
                   RP.c.root_provider_id.label('i2'), RP.c.generation.label('i3'),
                   null.label('i4'), null.label('i5'), null.label('i6'),
-                  null.label('ratio'), RP.c.uuid.label('text'))
+                  null.label('ratio'), RP.c.uuid.label('text'), RP.c.name.label('name'),
+                  RP.c.created_at.label('created'), RP.c.updated_at.label('updated'))
         .where(holds(RP.c.id)),
         sa.select(kind('i'), INV.c.resource_provider_id, INV.c.resource_class_id, INV.c.total,
                   INV.c.reserved, INV.c.min_unit, INV.c.max_unit, INV.c.step_size,
-                  INV.c.allocation_ratio, null)
+                  INV.c.allocation_ratio, null, null, null, null)
         .where(holds(INV.c.resource_provider_id)),
         sa.select(kind('u'), ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id,
                   sa.cast(sa.func.sum(ALLOC.c.used), sa.BigInteger), null, null, null, null,
-                  null, null)
+                  null, null, null, null, null)
         .where(holds(ALLOC.c.resource_provider_id))
         .group_by(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id),
         sa.select(kind('t'), RPT.c.resource_provider_id, RPT.c.trait_id, null, null, null,
-                  null, null, null, null)
+                  null, null, null, null, null, null, null)
         .where(holds(RPT.c.resource_provider_id)),
         sa.select(kind('a'), RPA.c.resource_provider_id, RPA.c.aggregate_id, null, null,
-                  null, null, null, null, agg.c.uuid)
+                  null, null, null, null, agg.c.uuid, null, null, null)
         .join(agg, agg.c.id == RPA.c.aggregate_id)
         .where(holds(RPA.c.resource_provider_id)))
 
@@ -85,7 +161,7 @@ _NAMES = sa.union_all(
 
 
 class ResourceView:
-    """One database's providers as candidates see them, in memory."""
+    """One database's providers as lists and candidates see them, in memory."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -94,6 +170,8 @@ class ResourceView:
 
     def _clear(self) -> None:
         self.rows: dict[int, Row] = {}
+        # {provider: (name, created_at, updated_at)}, for lists
+        self.details: dict[int, tuple[str, Any, Any]] = {}
         self.by_uuid: dict[str, int] = {}
         self.members: dict[int, set[int]] = {}        # {root: providers of the tree}
         self.children = 0                              # providers with a parent
@@ -148,6 +226,14 @@ class ResourceView:
         sharing_trait = traits.get(os_traits.MISC_SHARES_VIA_AGGREGATE)
         self.sharing = {rp for rp, ts in self.traits.items() if sharing_trait in ts}
 
+    def last_modified(self, providers: Iterable[int]) -> datetime.datetime | None:
+        """The newest creation or update time of these providers."""
+        details = self.details
+        newest = max((details[rp][2] or details[rp][1] for rp in providers), default=None)
+        if isinstance(newest, str):   # SQLite's text, which sorts as it compares
+            newest = datetime.datetime.fromisoformat(newest)
+        return newest
+
     def _reload(self, conn: sa.Connection, ids: Collection[int]) -> None:
         for rp in ids:
             self._forget(rp)
@@ -155,6 +241,7 @@ class ResourceView:
 
     def _forget(self, rp: int) -> None:
         row = self.rows.pop(rp, None)
+        self.details.pop(rp, None)
         if row is not None:
             del self.by_uuid[row[1]]
             tree = self.members.get(row[3])
@@ -177,9 +264,10 @@ class ResourceView:
     def _add(self, rows: Iterable[Any]) -> None:
         traits: dict[int, set[int]] = {}
         aggregates: dict[int, set[int]] = {}
-        for kind, rp, i1, i2, i3, i4, i5, i6, ratio, text in rows:
+        for kind, rp, i1, i2, i3, i4, i5, i6, ratio, text, name, created, updated in rows:
             if kind == 'p':
                 self.rows[rp] = (rp, text, i1, i2, i3)
+                self.details[rp] = (name, created, updated)
                 self.by_uuid[text] = rp
                 self.members.setdefault(i2, set()).add(rp)
                 if i1 is not None:
