@@ -116,20 +116,6 @@ def _ancestors(rp: int, parent_of: dict[int, int | None]) -> set[int]:
     return found
 
 
-def _same_subtree(chains: list[frozenset[int]]) -> bool:
-    """True if one provider is an ancestor (or self) of all the others,
-    given each provider's chain (itself and its ancestors).
-
-    Only the one nearest its root can be (the others are below it), so that
-    one is the only one to check: its chain must lie within every other.
-    """
-    top = min(chains, key=len)
-    for chain in chains:
-        if not top <= chain:
-            return False
-    return True
-
-
 def merge(request: CandidateRequest, options: dict[str, Options], capacity: Capacity,
           root_of: dict[int, int], parent_of: dict[int, int | None],
           stop_after: int | None = None, shared: bool = True) -> list[Candidate]:
@@ -147,22 +133,29 @@ def merge(request: CandidateRequest, options: dict[str, Options], capacity: Capa
         return _one_group(suffixes[0], options[suffixes[0]], stop_after, shared)
     granular = [i for i, s in enumerate(suffixes) if request.groups[s].granular]
     subtrees = [[suffixes.index(s) for s in subtree] for subtree in request.same_subtrees]
-    chains: dict[int, frozenset[int]] = {}     # {provider: itself and its ancestors}
-
-    def chain(rp: int) -> frozenset[int]:
-        found = chains.get(rp)
-        if found is None:
-            found = chains[rp] = frozenset(_ancestors(rp, parent_of))
-        return found
+    anchors = set.intersection(*(set(options[s]) for s in suffixes))
+    # {provider: itself and its ancestors} of every provider a same_subtree
+    # group maps to, worked out once
+    chain: dict[int, frozenset[int]] = {}
+    for i in {i for subtree in subtrees for i in subtree}:
+        for anchor in anchors:
+            for piece in options[suffixes[i]][anchor]:
+                for rp in piece.mapped:
+                    if rp not in chain:
+                        chain[rp] = frozenset(_ancestors(rp, parent_of))
 
     def in_same_subtrees(combo: tuple[Piece, ...]) -> bool:
         for subtree in subtrees:
-            if not _same_subtree([chain(rp) for i in subtree for rp in combo[i].mapped]):
-                return False
+            chains = [chain[rp] for i in subtree for rp in combo[i].mapped]
+            # Only the one nearest its root can be an ancestor (or self) of
+            # all the others: its chain must lie within every other chain.
+            top = min(chains, key=len)
+            for other in chains:
+                if not top <= other:
+                    return False
         return True
 
     isolate = request.group_policy == 'isolate'
-    anchors = set.intersection(*(set(options[s]) for s in suffixes))
     seen: set[tuple[frozenset[tuple[int, Asked]], frozenset[tuple[str, frozenset[int]]]]] = set()
     found: list[Candidate] = []
     for anchor in sorted(anchors):
