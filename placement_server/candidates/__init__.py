@@ -243,13 +243,9 @@ def _combined(view: view_mod.ResourceView, request: request_mod.CandidateRequest
     if not anchors:
         return []
     options = {s: {a: o[a] for a in anchors} for s, o in options.items()}
-    parent_of = {}
-    if request.same_subtrees:
-        parent_of = {row[0]: row[2] for row in state.tree_members(
-            {state.root_of[rp] for o in options.values() for pieces in o.values()
-             for piece in pieces for rp in piece.providers})}
-    return combine.merge(request, options, state.capacity, state.root_of, parent_of,
-                         stop_after, shared=bool(state.sharing))
+    rows = view.rows
+    return combine.merge(request, options, state.capacity, state.root_of,
+                         lambda rp: rows[rp][2], stop_after, shared=bool(state.sharing))
 
 
 def _with_summaries(view: view_mod.ResourceView, request: request_mod.CandidateRequest,

@@ -8,6 +8,7 @@ group_policy, same_subtree and capacity (amounts of one class from one
 provider asked by several groups add up).
 """
 import collections
+from collections.abc import Callable
 from collections.abc import Collection
 from collections.abc import Iterable
 from collections.abc import Mapping
@@ -89,6 +90,17 @@ def spread_options(by_anchor: dict[int, dict[int, list[int]]], resources: dict[i
     wanted = set(range(n_required))
     classes = sorted(resources)
     options: Options = {}
+    if len(classes) == 1:
+        # One provider per piece (most requests' unsuffixed group in a
+        # deployment with trees): no products, no sums.
+        rc = classes[0]
+        asked = ((rc, resources[rc]),)
+        for anchor, per_class in by_anchor.items():
+            pieces = [Piece({p: asked}, frozenset((p,)), [p]) for p in per_class.get(rc, ())
+                      if not wanted or wanted <= meets[p]]
+            if pieces:
+                options[anchor] = pieces
+        return options
     for anchor, per_class in by_anchor.items():
         if any(not per_class.get(rc) for rc in classes):
             continue
@@ -107,17 +119,17 @@ def spread_options(by_anchor: dict[int, dict[int, list[int]]], resources: dict[i
     return options
 
 
-def _ancestors(rp: int, parent_of: dict[int, int | None]) -> set[int]:
+def _ancestors(rp: int, parent_of: Callable[[int], int | None]) -> set[int]:
     found = {rp}
-    parent = parent_of.get(rp)
+    parent = parent_of(rp)
     while parent is not None:
         found.add(parent)
-        parent = parent_of.get(parent)
+        parent = parent_of(parent)
     return found
 
 
 def merge(request: CandidateRequest, options: dict[str, Options], capacity: Capacity,
-          root_of: dict[int, int], parent_of: dict[int, int | None],
+          root_of: dict[int, int], parent_of: Callable[[int], int | None],
           stop_after: int | None = None, shared: bool = True) -> list[Candidate]:
     """The candidates: one piece per group under a common anchor.
 
