@@ -4,7 +4,9 @@ Upstream placement's gate performance jobs, reproduced for both servers:
 
 flat    placeload (from PyPI, in .venv-upstream) creates the providers with
         inventory, one to three aggregates and one to three traits each
-        (after a 10-provider warm-up, as the gate does);
+        (after a 10-provider warm-up, as the gate does), 200 in flight
+        (placeload's default; one at a time on SQLite, where upstream
+        refuses concurrent writers): ``load_seconds`` is that creation;
 nested  compute nodes with two NUMA children and two device children each
         (DISK_GB on the root, VCPU/MEMORY_MB on NUMA, FPGA/VGPU on devices:
         7 providers per tree, the gate's nested topology).
@@ -50,17 +52,21 @@ TREE_SIZE = 7
 REQUESTS, CONCURRENCY, ROUNDS = 500, 10, 5
 
 
-def load_writers(client):
+# Requests placeload keeps in flight: its own default, as the gate runs it.
+PLACELOAD_IN_FLIGHT = 200
+
+
+def load_writers(client, in_flight=CONCURRENCY):
     # Upstream on SQLite answers concurrent writers with 500 "database is
     # locked": on SQLite both servers are loaded by one writer at a time.
-    return 1 if client.server.db_url.startswith('sqlite') else CONCURRENCY
+    return 1 if client.server.db_url.startswith('sqlite') else in_flight
 
 
 def load_flat(client, providers):
     """placeload, as the gate runs it: 10 to warm up, then the count."""
     for count in (10, providers):
         result = subprocess.run([upstream.venv_bin('placeload'), client.base, str(count),
-                                 str(load_writers(client))],
+                                 str(load_writers(client, PLACELOAD_IN_FLIGHT))],
                                 env=upstream.clean_env(), capture_output=True, text=True)
         failures = [c for c in result.stdout if c in 'RIATC']
         if result.returncode or failures:
