@@ -210,14 +210,17 @@ def main(argv=None):
                              'at 10000 providers each upstream answer takes seconds')
     parser.add_argument('--requests', type=int, default=REQUESTS,
                         help='requests in the concurrent phase (the gate sends 500)')
+    parser.add_argument('--allocations', type=int,
+                        help='allocations written between timings (the gate: 99 flat, '
+                             '10 nested); each is preceded by a candidates request')
     args = parser.parse_args(argv)
     options = {('placement', 'randomize_allocation_candidates'): 'true'}
     for shape in args.shape or sorted(QUERIES):
         for engine in args.engine or ['sqlite']:
             for providers in args.providers or [1000]:
                 results = harness.side_by_side(
-                    engine, workload(shape, providers, requests=args.requests,
-                                     time_every=args.time_every),
+                    engine, workload(shape, providers, allocations=args.allocations,
+                                     requests=args.requests, time_every=args.time_every),
                     args.workers, options,
                     servers=args.server or ('ours', 'upstream'))
                 harness.save(os.path.join(

@@ -15,6 +15,7 @@ generation check against the database, the only truth.
 
 ``candidates.search`` and ``candidates.summaries`` answer from it.
 """
+import collections
 from collections.abc import Callable
 from collections.abc import Collection
 from collections.abc import Iterable
@@ -167,9 +168,20 @@ _NAMES = sa.union_all(
 class ResourceView:
     """One database's providers as lists and candidates see them, in memory."""
 
+    # Refreshes whose changed trees are remembered (``trees_changed_since``)
+    HISTORY = 256
+
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.position: changes.Position | None = None
+        # Counts the refreshes that changed something; with the roots of
+        # the trees each changed, for what is kept per tree (``answers``).
+        self.version = 0
+        self._changed_trees: collections.deque[tuple[int, set[int]]] = collections.deque(
+            maxlen=self.HISTORY)
+        # Whatever answers a reader keeps per tree, dropped whenever the
+        # view is loaded whole or names change (candidates' use it).
+        self.answers: dict[Any, Any] = {}
         self._clear()
 
     def _clear(self) -> None:
@@ -217,6 +229,8 @@ class ResourceView:
         self._load_names(conn)
         self._add(fetch_all(conn, _EVERYTHING))
         self.position = position
+        self._changed_trees.clear()
+        self.version += 1
 
     def _load_names(self, conn: sa.Connection) -> None:
         classes: dict[str, int] = {}
@@ -227,6 +241,7 @@ class ResourceView:
         self.class_names = {v: k for k, v in classes.items()}
         self.trait_names = {v: k for k, v in traits.items()}
         self.summaries.clear()   # class and trait names show in them
+        self.answers.clear()
         sharing_trait = traits.get(os_traits.MISC_SHARES_VIA_AGGREGATE)
         self.sharing = {rp for rp, ts in self.traits.items() if sharing_trait in ts}
 
@@ -239,9 +254,51 @@ class ResourceView:
         return newest
 
     def _reload(self, conn: sa.Connection, ids: Collection[int]) -> None:
+        trees = {self.rows[rp][3] for rp in ids if rp in self.rows}
         for rp in ids:
             self._forget(rp)
         self._add(_OF_PROVIDERS.rows(conn, ids))
+        trees.update(self.rows[rp][3] for rp in ids if rp in self.rows)
+        self.version += 1
+        self._changed_trees.append((self.version, trees))
+
+    def trees_changed_since(self, version: int) -> set[int] | None:
+        """Roots of the trees changed after ``version`` (before a move,
+        and after), or None when that is further back than remembered."""
+        if version == self.version:
+            return set()
+        if not self._changed_trees or self._changed_trees[0][0] > version + 1:
+            return None
+        return set().union(*(trees for v, trees in self._changed_trees if v > version))
+
+    def subset(self, roots: Collection[int]) -> 'ResourceView':
+        """The view of just these trees (sharing the names): what searches
+        of the providers in them see. Nothing in it is kept up to date."""
+        part = ResourceView.__new__(ResourceView)
+        part._clear()
+        members = {root: self.members[root] for root in roots if root in self.members}
+        providers = set().union(*members.values()) if members else set()
+        part.members = members
+        part.rows = {rp: self.rows[rp] for rp in providers}
+        part.details = {rp: self.details[rp] for rp in providers}
+        part.children = self.children    # the deployment's shape, not the part's
+        for rp in providers:
+            for rc in self.classes_of.get(rp, ()):
+                part.inventories.setdefault(rc, {})[rp] = self.inventories[rc][rp]
+            if rp in self.classes_of:
+                part.classes_of[rp] = self.classes_of[rp]
+            for rc in self.used_of.get(rp, ()):
+                part.used.setdefault(rc, {})[rp] = self.used[rc][rp]
+            if rp in self.used_of:
+                part.used_of[rp] = self.used_of[rp]
+            if rp in self.traits:
+                part.traits[rp] = self.traits[rp]
+            if rp in self.aggregates:
+                part.aggregates[rp] = self.aggregates[rp]
+        part.aggregate_ids, part.sharing = self.aggregate_ids, self.sharing
+        part.class_ids, part.class_names = self.class_ids, self.class_names
+        part.trait_ids, part.trait_names = self.trait_ids, self.trait_names
+        return part
 
     def _forget(self, rp: int) -> None:
         row = self.rows.pop(rp, None)

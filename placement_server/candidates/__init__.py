@@ -7,7 +7,9 @@ provider summaries (``summaries``) only for the trees the returned
 candidates touch. The handler parses the query string with ``request``
 first and renders the Result with ``render``.
 """
+from collections.abc import Callable
 from collections.abc import Collection
+from collections.abc import Hashable
 from collections.abc import Iterator
 import contextlib
 import dataclasses
@@ -157,6 +159,11 @@ class _Search:
                 by_anchor.setdefault(roots[rp], {}).setdefault(rc, []).append(rp)
         if query.tree_root is None:
             self._add_sharing(query, by_class, roots, by_anchor)
+        # In id order: the same candidates in the same order, however the
+        # view came to hold its providers.
+        for per_class in by_anchor.values():
+            for rps in per_class.values():
+                rps.sort()
         return combine.spread_options(by_anchor, query.resources, meets,
                                       len(query.required), self.root_of,
                                       self.request.nested_aware)
@@ -184,17 +191,22 @@ MAX_AMOUNT = 2147483647
 
 
 def find(conn: sa.Connection, request: request_mod.CandidateRequest, randomize: bool = False,
-         max_candidates: int = -1) -> Result:
+         max_candidates: int = -1, key: Hashable = None) -> Result:
     """The Result for a CandidateRequest (see ``request``), from this
-    process's resource view of ``conn``'s database, brought up to date first."""
+    process's resource view of ``conn``'s database, brought up to date first.
+
+    ``key``, when given, names the request (the same key, the same
+    request): its candidates are kept per tree in the view, and the next
+    time only the trees changed since are searched again (``_by_anchor``).
+    """
     view = view_mod.of(conn)
     with view.lock:
         view.refresh(conn)
-        return _find(view, request, randomize, max_candidates)
+        return _find(view, request, randomize, max_candidates, key)
 
 
 def _find(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
-          randomize: bool, max_candidates: int) -> Result:
+          randomize: bool, max_candidates: int, key: Hashable) -> Result:
     names = search.resolve(
         view, request.all_classes(), request.all_traits(),
         {u for g in request.groups.values() for s in g.member_of + [g.forbidden_aggs]
@@ -207,41 +219,96 @@ def _find(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
     except _NoMatch:
         return EMPTY
     class_names = {v: k for k, v in names.classes.items()}
-    state = _Search(view, request, queries, names)
-    stop_after = None
-    if request.limit and not randomize:
-        stop_after = request.limit
-    if max_candidates >= 0:
-        stop_after = min(stop_after or max_candidates, max_candidates)
+    # Without trees or sharing providers every group is one provider.
+    spread_needed = bool(names.sharing) or names.trees
     lone = queries[0] if len(queries) == 1 else None
-    if (lone is not None and lone.resources and (lone.granular or not state.spread_needed)
+    if not (lone is not None and lone.resources and (lone.granular or not spread_needed)
             and not (request.root_required or request.root_forbidden)):
-        candidates = state.lone_group(lone)[:stop_after]
+        lone = None
+    if key is None or names.sharing:
+        # A sharing provider serves other trees than its own: no answer
+        # is any one tree's alone.
+        stop_after = None
+        if request.limit and not randomize:
+            stop_after = request.limit
+        if max_candidates >= 0:
+            stop_after = min(stop_after or max_candidates, max_candidates)
+        by_anchor = _by_anchor(view, request, queries, names, lone, stop_after)
     else:
-        candidates = _combined(view, request, state, queries, names.traits, stop_after)
+        by_anchor = _kept(view, key, lambda part: _by_anchor(part, request, queries, names,
+                                                             lone, None))
+    candidates = [c for anchor in sorted(by_anchor) for c in by_anchor[anchor]]
+    if lone is not None:
+        # A lone group's candidates are single providers, listed by id.
+        candidates.sort(key=lambda c: next(iter(c.amounts)))
+    if max_candidates >= 0:
+        candidates = candidates[:max_candidates]
     if randomize:
         random.shuffle(candidates)
     if request.limit:
         candidates = candidates[:request.limit]
-    return _with_summaries(view, request, candidates, state, class_names)
+    return _with_summaries(view, request, candidates, class_names)
+
+
+# Requests whose candidates a worker keeps per tree; beyond this many, the
+# least recently asked goes.
+KEPT_REQUESTS = 16
+
+
+def _kept(view: view_mod.ResourceView, key: Hashable,
+          compute: Callable[[view_mod.ResourceView], combine.ByAnchor]) -> combine.ByAnchor:
+    """The candidates of the request named ``key``, by anchor, kept in the
+    view: every anchor is the root of its tree, and with no sharing
+    providers a tree's candidates depend on that tree's providers alone.
+    So after a claim only the claimed tree is searched again (``compute``
+    on ``view.subset`` of the trees changed since), the other trees'
+    candidates are taken as they were."""
+    kept = view.answers
+    entry = kept.pop(key, None)
+    changed = None if entry is None else view.trees_changed_since(entry[0])
+    if changed is None:
+        by_anchor = compute(view)
+    else:
+        by_anchor = entry[1]
+        if changed:
+            for root in changed:
+                by_anchor.pop(root, None)
+            by_anchor.update(compute(view.subset(changed)))
+    kept[key] = (view.version, by_anchor)   # the most recent last
+    while len(kept) > KEPT_REQUESTS:
+        del kept[next(iter(kept))]
+    return by_anchor
+
+
+def _by_anchor(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
+               queries: list[search.GroupQuery], names: search.Names,
+               lone: search.GroupQuery | None, stop_after: int | None) -> combine.ByAnchor:
+    state = _Search(view, request, queries, names)
+    if lone is not None:
+        found: combine.ByAnchor = {}
+        for candidate in state.lone_group(lone)[:stop_after]:
+            rp = next(iter(candidate.amounts))
+            found.setdefault(view.rows[rp][3], []).append(candidate)
+        return found
+    return _combined(view, request, state, queries, names.traits, stop_after)
 
 
 def _combined(view: view_mod.ResourceView, request: request_mod.CandidateRequest, state: _Search,
               queries: list[search.GroupQuery], trait_ids: dict[str, int],
-              stop_after: int | None) -> list[combine.Candidate]:
+              stop_after: int | None) -> combine.ByAnchor:
     """Candidates made of one piece per group under a common anchor."""
     options = {}
     for query in queries:
         options[query.suffix] = found = state.options(query)
         if not found:
-            return []
+            return {}
     anchors = set.intersection(*(set(o) for o in options.values()))
     if request.root_required or request.root_forbidden:
         anchors = search.matching_roots(view, anchors,
                                         {trait_ids[t] for t in request.root_required},
                                         {trait_ids[t] for t in request.root_forbidden})
     if not anchors:
-        return []
+        return {}
     options = {s: {a: o[a] for a in anchors} for s, o in options.items()}
     rows = view.rows
     return combine.merge(request, options, state.capacity, state.root_of,
@@ -249,14 +316,13 @@ def _combined(view: view_mod.ResourceView, request: request_mod.CandidateRequest
 
 
 def _with_summaries(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
-                    candidates: list[combine.Candidate], state: _Search,
-                    class_names: dict[int, str]) -> Result:
+                    candidates: list[combine.Candidate], class_names: dict[int, str]) -> Result:
     """The Result: the candidates, and summaries of the providers they use
     (from 1.29, of every provider in their trees)."""
-    shown: set[int] = {rp for c in candidates for rp in c.amounts}
-    if request.nested_aware and state.trees:
-        shown = {row[0] for row in state.tree_members({state.root_of[rp] for rp in shown})}
-    mapped = {rp for c in candidates for rps in c.mappings.values() for rp in rps}
     rows = view.rows
+    shown: set[int] = {rp for c in candidates for rp in c.amounts}
+    if request.nested_aware and view.children:
+        shown = {row[0] for row in summaries.tree_members(view, {rows[rp][3] for rp in shown})}
+    mapped = {rp for c in candidates for rps in c.mappings.values() for rp in rps}
     return Result(candidates, {rp: rows[rp][1] for rp in shown | mapped},
                   summaries.texts(view, shown, summaries.shape_of(request)), class_names)

@@ -44,6 +44,8 @@ class Candidate(NamedTuple):
 
 # {anchor root: the pieces that satisfy a group under it}
 Options = dict[int, list[Piece]]
+# {anchor root: the candidates under it}, anchors in ascending order
+ByAnchor = dict[int, list[Candidate]]
 
 
 def per_provider(amounts: Iterable[tuple[tuple[int, int], int]]) -> dict[int, Asked]:
@@ -130,8 +132,8 @@ def _ancestors(rp: int, parent_of: Callable[[int], int | None]) -> set[int]:
 
 def merge(request: CandidateRequest, options: dict[str, Options], capacity: Capacity,
           root_of: dict[int, int], parent_of: Callable[[int], int | None],
-          stop_after: int | None = None, shared: bool = True) -> list[Candidate]:
-    """The candidates: one piece per group under a common anchor.
+          stop_after: int | None = None, shared: bool = True) -> ByAnchor:
+    """The candidates by anchor: one piece per group under a common anchor.
 
     ``options`` is {suffix: {anchor: [Piece]}}; ``capacity`` is
     {(provider, class): (capacity, used, max_unit)} for every pair whose
@@ -169,8 +171,10 @@ def merge(request: CandidateRequest, options: dict[str, Options], capacity: Capa
 
     isolate = request.group_policy == 'isolate'
     seen: set[tuple[frozenset[tuple[int, Asked]], frozenset[tuple[str, frozenset[int]]]]] = set()
-    found: list[Candidate] = []
+    by_anchor: ByAnchor = {}
+    count = 0
     for anchor in sorted(anchors):
+        found: list[Candidate] = []
         for combo in itertools.product(*(options[s][anchor] for s in suffixes)):
             if isolate and len({p for i in granular for p in combo[i].providers}) != len(granular):
                 continue
@@ -198,9 +202,13 @@ def merge(request: CandidateRequest, options: dict[str, Options], capacity: Capa
                 seen.add(key)
             found.append(Candidate(amounts, {s: piece.mapped
                                              for s, piece in zip(suffixes, combo)}))
-            if stop_after is not None and len(found) >= stop_after:
-                return found
-    return found
+            count += 1
+            if stop_after is not None and count >= stop_after:
+                by_anchor[anchor] = found
+                return by_anchor
+        if found:
+            by_anchor[anchor] = found
+    return by_anchor
 
 
 def _summed(combo: tuple[Piece, ...], capacity: Capacity) -> dict[int, Asked] | None:
@@ -225,13 +233,15 @@ def _summed(combo: tuple[Piece, ...], capacity: Capacity) -> dict[int, Asked] | 
 
 
 def _one_group(suffix: str, options: Options, stop_after: int | None,
-               shared: bool) -> list[Candidate]:
+               shared: bool) -> ByAnchor:
     """A lone group's pieces are its candidates: each was capacity checked
     in SQL and takes from each (provider, class) once. Only the copies a
     sharing provider leaves under several anchors are dropped."""
     seen: set[tuple[frozenset[tuple[int, Asked]], frozenset[int]]] = set()
-    found: list[Candidate] = []
+    by_anchor: ByAnchor = {}
+    count = 0
     for anchor in sorted(options):
+        found = by_anchor[anchor] = []
         for piece in options[anchor]:
             if shared:
                 key = (frozenset(piece.amounts.items()), piece.providers)
@@ -239,6 +249,7 @@ def _one_group(suffix: str, options: Options, stop_after: int | None,
                     continue
                 seen.add(key)
             found.append(Candidate(piece.amounts, {suffix: piece.mapped}))
-            if stop_after is not None and len(found) >= stop_after:
-                return found
-    return found
+            count += 1
+            if stop_after is not None and count >= stop_after:
+                return by_anchor
+    return by_anchor

@@ -2,10 +2,12 @@
 
   placement-manage [--config-file F] [--database-connection URL] db sync
   placement-manage ... db version
+  placement-manage ... db reload-views
 """
 import sys
 
 from placement_server import cmd
+from placement_server.db import changes
 from placement_server.db import migration
 
 
@@ -20,6 +22,10 @@ def _parser():
                                         'standard resource classes and traits '
                                         '(safe to run again)')
     db_commands.add_parser('version', help="print the database's schema revision")
+    db_commands.add_parser('reload-views',
+                           help='make every placement-server worker load its resource view '
+                                'again at its next request (after rows were changed by '
+                                'hand, or a backup restored under running servers)')
     return parser
 
 
@@ -32,6 +38,10 @@ def _main(argv):
             migration.sync(db)
             print('database %s is at schema revision %s'
                   % (cmd.safe_url(conf.placement_database.connection), migration.current(db)))
+        elif args.action == 'reload-views':
+            with db.writer() as conn:
+                changes.invalidate_all(conn)
+            print('every placement-server worker reloads its resource view at its next request')
         else:
             print(migration.current(db) or 'none (empty database: run "db sync")')
     finally:

@@ -17,7 +17,9 @@ def list_allocation_candidates(req):
         with req.db.reader() as conn:
             result = candidates.find(conn, request,
                                      randomize=opts.randomize_allocation_candidates,
-                                     max_candidates=opts.max_allocation_candidates)
+                                     max_candidates=opts.max_allocation_candidates,
+                                     # the same query at the same version asks the same
+                                     key=(req.version, tuple(sorted(req.GET.items()))))
         body = render.render(result, request)
         # Free the big structures before collection resumes, or its first
         # pass walks them all.
