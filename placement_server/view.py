@@ -192,9 +192,13 @@ class ResourceView:
         self.members: dict[int, set[int]] = {}        # {root: providers of the tree}
         self.children = 0                              # providers with a parent
         self.inventories: dict[int, dict[int, Inv]] = {}   # {class: {provider: Inv}}
-        self.classes_of: dict[int, set[int]] = {}     # {provider: classes in inventory}
+        self.classes_of: dict[int, frozenset[int]] = {}   # {provider: classes in inventory}
         self.used: dict[int, dict[int, int]] = {}     # {class: {provider: used}}
-        self.used_of: dict[int, set[int]] = {}        # {provider: classes used}
+        self.used_of: dict[int, frozenset[int]] = {}  # {provider: classes used}
+        # One object for each distinct inventory, set of classes, traits or
+        # aggregates: most of a cloud's providers are alike, and memory per
+        # provider is what a worker pays 100000 times.
+        self._shared: dict[Any, Any] = {}
         self.traits: dict[int, frozenset[int]] = {}
         self.aggregates: dict[int, frozenset[int]] = {}
         self.in_aggregate: dict[int, set[int]] = {}   # {aggregate: providers}
@@ -323,6 +327,11 @@ class ResourceView:
         self.summaries.pop(rp, None)
 
     def _add(self, rows: Iterable[Any]) -> None:
+        if len(self._shared) > 100000 + 4 * len(self.rows):
+            self._shared.clear()   # left over from values changed since: start again
+        shared = self._shared.setdefault
+        classes: dict[int, set[int]] = {}
+        used: dict[int, set[int]] = {}
         traits: dict[int, set[int]] = {}
         aggregates: dict[int, set[int]] = {}
         for kind, rp, i1, i2, i3, i4, i5, i6, ratio, text, name, created, updated in rows:
@@ -334,24 +343,25 @@ class ResourceView:
                 if i1 is not None:
                     self.children += 1
             elif kind == 'i':
-                self.inventories.setdefault(i1, {})[rp] = ((i2 - i3) * ratio, i4, i5, i6)
-                self.classes_of.setdefault(rp, set()).add(i1)
+                inv = ((i2 - i3) * ratio, i4, i5, i6)
+                self.inventories.setdefault(i1, {})[rp] = shared(inv, inv)
+                classes.setdefault(rp, set()).add(i1)
             elif kind == 'u':
                 self.used.setdefault(i1, {})[rp] = int(i2)
-                self.used_of.setdefault(rp, set()).add(i1)
+                used.setdefault(rp, set()).add(i1)
             elif kind == 't':
                 traits.setdefault(rp, set()).add(i1)
             else:
                 aggregates.setdefault(rp, set()).add(i1)
                 self.in_aggregate.setdefault(i1, set()).add(rp)
                 self.aggregate_ids[text] = i1
+        for into, found_sets in ((self.classes_of, classes), (self.used_of, used),
+                                 (self.traits, traits), (self.aggregates, aggregates)):
+            for rp, found in found_sets.items():
+                frozen = frozenset(found)
+                into[rp] = shared(frozen, frozen)
         sharing_trait = self.trait_ids.get(os_traits.MISC_SHARES_VIA_AGGREGATE)
-        for rp, found in traits.items():
-            self.traits[rp] = frozenset(found)
-            if sharing_trait in found:
-                self.sharing.add(rp)
-        for rp, found in aggregates.items():
-            self.aggregates[rp] = frozenset(found)
+        self.sharing.update(rp for rp, found in traits.items() if sharing_trait in found)
 
 
 _VIEWS: 'weakref.WeakKeyDictionary[sa.Engine, ResourceView]' = weakref.WeakKeyDictionary()
