@@ -158,7 +158,11 @@ def _rows(holds: Holds) -> sa.CompoundSelect[Any]:
 
 
 _OF_PROVIDERS = ByIds(_rows)
-_EVERYTHING = _rows(lambda column: sa.true())
+# The whole view is loaded this many provider ids at a time: what is read
+# in one go is held twice for a moment (driver rows, then the view's own).
+LOAD_CHUNK = 10000
+_ID_RANGE = _rows(lambda column: column.between(sa.bindparam('low'), sa.bindparam('high')))
+_TOP_ID = sa.select(sa.func.max(RP.c.id))
 _NAMES = sa.union_all(
     sa.select(sa.literal('c').label('kind'), tables.resource_classes.c.id,
               tables.resource_classes.c.name),
@@ -231,7 +235,10 @@ class ResourceView:
         position = changes.position(conn)
         self._clear()
         self._load_names(conn)
-        self._add(fetch_all(conn, _EVERYTHING))
+        top = conn.execute(_TOP_ID).scalar() or 0
+        for low in range(0, top + 1, LOAD_CHUNK):
+            # Providers created after ``top`` was read come with the changes.
+            self._add(fetch_all(conn, _ID_RANGE.params(low=low, high=low + LOAD_CHUNK - 1)))
         self.position = position
         self._changed_trees.clear()
         self.version += 1
