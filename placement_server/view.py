@@ -158,7 +158,11 @@ def _rows(holds: Holds) -> sa.CompoundSelect[Any]:
 
 
 _OF_PROVIDERS = ByIds(_rows)
-_EVERYTHING = _rows(lambda column: sa.true())
+# The whole view is loaded this many provider ids at a time: what is read
+# in one go is held twice for a moment (driver rows, then the view's own).
+LOAD_CHUNK = 10000
+_ID_RANGE = _rows(lambda column: column.between(sa.bindparam('low'), sa.bindparam('high')))
+_TOP_ID = sa.select(sa.func.max(RP.c.id))
 _NAMES = sa.union_all(
     sa.select(sa.literal('c').label('kind'), tables.resource_classes.c.id,
               tables.resource_classes.c.name),
@@ -192,9 +196,13 @@ class ResourceView:
         self.members: dict[int, set[int]] = {}        # {root: providers of the tree}
         self.children = 0                              # providers with a parent
         self.inventories: dict[int, dict[int, Inv]] = {}   # {class: {provider: Inv}}
-        self.classes_of: dict[int, set[int]] = {}     # {provider: classes in inventory}
+        self.classes_of: dict[int, frozenset[int]] = {}   # {provider: classes in inventory}
         self.used: dict[int, dict[int, int]] = {}     # {class: {provider: used}}
-        self.used_of: dict[int, set[int]] = {}        # {provider: classes used}
+        self.used_of: dict[int, frozenset[int]] = {}  # {provider: classes used}
+        # One object for each distinct inventory, set of classes, traits or
+        # aggregates: most of a cloud's providers are alike, and memory per
+        # provider is what a worker pays 100000 times.
+        self._shared: dict[Any, Any] = {}
         self.traits: dict[int, frozenset[int]] = {}
         self.aggregates: dict[int, frozenset[int]] = {}
         self.in_aggregate: dict[int, set[int]] = {}   # {aggregate: providers}
@@ -227,7 +235,10 @@ class ResourceView:
         position = changes.position(conn)
         self._clear()
         self._load_names(conn)
-        self._add(fetch_all(conn, _EVERYTHING))
+        top = conn.execute(_TOP_ID).scalar() or 0
+        for low in range(0, top + 1, LOAD_CHUNK):
+            # Providers created after ``top`` was read come with the changes.
+            self._add(fetch_all(conn, _ID_RANGE.params(low=low, high=low + LOAD_CHUNK - 1)))
         self.position = position
         self._changed_trees.clear()
         self.version += 1
@@ -323,6 +334,11 @@ class ResourceView:
         self.summaries.pop(rp, None)
 
     def _add(self, rows: Iterable[Any]) -> None:
+        if len(self._shared) > 100000 + 4 * len(self.rows):
+            self._shared.clear()   # left over from values changed since: start again
+        shared = self._shared.setdefault
+        classes: dict[int, set[int]] = {}
+        used: dict[int, set[int]] = {}
         traits: dict[int, set[int]] = {}
         aggregates: dict[int, set[int]] = {}
         for kind, rp, i1, i2, i3, i4, i5, i6, ratio, text, name, created, updated in rows:
@@ -334,24 +350,25 @@ class ResourceView:
                 if i1 is not None:
                     self.children += 1
             elif kind == 'i':
-                self.inventories.setdefault(i1, {})[rp] = ((i2 - i3) * ratio, i4, i5, i6)
-                self.classes_of.setdefault(rp, set()).add(i1)
+                inv = ((i2 - i3) * ratio, i4, i5, i6)
+                self.inventories.setdefault(i1, {})[rp] = shared(inv, inv)
+                classes.setdefault(rp, set()).add(i1)
             elif kind == 'u':
                 self.used.setdefault(i1, {})[rp] = int(i2)
-                self.used_of.setdefault(rp, set()).add(i1)
+                used.setdefault(rp, set()).add(i1)
             elif kind == 't':
                 traits.setdefault(rp, set()).add(i1)
             else:
                 aggregates.setdefault(rp, set()).add(i1)
                 self.in_aggregate.setdefault(i1, set()).add(rp)
                 self.aggregate_ids[text] = i1
+        for into, found_sets in ((self.classes_of, classes), (self.used_of, used),
+                                 (self.traits, traits), (self.aggregates, aggregates)):
+            for rp, found in found_sets.items():
+                frozen = frozenset(found)
+                into[rp] = shared(frozen, frozen)
         sharing_trait = self.trait_ids.get(os_traits.MISC_SHARES_VIA_AGGREGATE)
-        for rp, found in traits.items():
-            self.traits[rp] = frozenset(found)
-            if sharing_trait in found:
-                self.sharing.add(rp)
-        for rp, found in aggregates.items():
-            self.aggregates[rp] = frozenset(found)
+        self.sharing.update(rp for rp, found in traits.items() if sharing_trait in found)
 
 
 _VIEWS: 'weakref.WeakKeyDictionary[sa.Engine, ResourceView]' = weakref.WeakKeyDictionary()
