@@ -250,9 +250,11 @@ def _find(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
     return _with_summaries(view, request, candidates, class_names)
 
 
-# Requests whose candidates a worker keeps per tree; beyond this many, the
-# least recently asked goes.
+# Requests whose candidates a worker keeps per tree, and candidates kept in
+# all; beyond either, the least recently asked request goes (an answer
+# larger than the second is not kept at all).
 KEPT_REQUESTS = 16
+KEPT_CANDIDATES = 100000
 
 
 def _kept(view: view_mod.ResourceView, key: Hashable,
@@ -274,8 +276,12 @@ def _kept(view: view_mod.ResourceView, key: Hashable,
             for root in changed:
                 by_anchor.pop(root, None)
             by_anchor.update(compute(view.subset(changed)))
-    kept[key] = (view.version, by_anchor)   # the most recent last
-    while len(kept) > KEPT_REQUESTS:
+    count = sum(map(len, by_anchor.values()))
+    if count > KEPT_CANDIDATES:
+        return by_anchor
+    kept[key] = (view.version, by_anchor, count)   # the most recent last
+    while (len(kept) > KEPT_REQUESTS
+           or sum(entry[2] for entry in kept.values()) > KEPT_CANDIDATES):
         del kept[next(iter(kept))]
     return by_anchor
 

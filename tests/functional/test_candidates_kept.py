@@ -144,3 +144,23 @@ def test_kept_candidates_follow_every_write(api, database):
         done.append(cloud.step())
         for query in QUERIES:
             assert _answer(api, query) == _from_scratch(database, query), (done, query)
+
+
+def test_kept_candidates_evicted_when_over_bounds(api, database, monkeypatch):
+    """Beyond KEPT_REQUESTS requests or KEPT_CANDIDATES candidates the least
+    recent answers go (an answer over the bound is not kept): still exact."""
+    monkeypatch.setattr(candidates, 'KEPT_REQUESTS', 2)
+    monkeypatch.setattr(candidates, 'KEPT_CANDIDATES', 6)
+    rng = random.Random(7)
+    cloud = Cloud(api, rng)
+    for _ in range(4):
+        cloud.tree()
+    done = []
+    for step in range(15):
+        done.append(cloud.step())
+        for query in QUERIES:
+            assert _answer(api, query) == _from_scratch(database, query), (done, query)
+    with database.reader() as conn:
+        kept = candidates.view_mod.of(conn).answers
+        assert len(kept) <= 2
+        assert sum(entry[2] for entry in kept.values()) <= 6
