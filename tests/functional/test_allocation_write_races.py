@@ -13,12 +13,13 @@ import pytest
 import sqlalchemy as sa
 
 from placement_server.db import api as db_api
+from tests import databases
 from tests.functional import client as client_mod
 
 V = '1.39'
 
 
-@pytest.fixture(params=['postgresql', 'mysql'])
+@pytest.fixture(params=[b for b in ('postgresql', 'mysql') if b in databases.BACKENDS])
 def database(request, _databases):
     test_db = _databases(request.param)
     test_db.reset()
