@@ -7,7 +7,7 @@ suffix (``--suffix -<commit>``), and prints the Markdown tables in
 docs/benchmarks.md: ratios upstream/ours for latencies, ours/upstream for
 throughput, each with the target it is held to.
 
-    .venv/bin/python bench/scoreboard.py [--suffix -<commit>]
+    .venv/bin/python bench/scoreboard.py [--suffix=-<commit> ...]
 """
 import argparse
 import json
@@ -18,12 +18,15 @@ RESULTS = os.path.join(TOP, 'bench', 'results')
 ENGINES = (('sqlite', 'SQLite'), ('postgresql', 'PostgreSQL'), ('mysql', 'MariaDB'))
 
 
-def _load(name):
-    path = os.path.join(RESULTS, name + '.json')
-    if not os.path.exists(path):
-        return None
-    with open(path) as f:
-        return json.load(f)
+def _load(name, suffixes=('',)):
+    """(results, the suffix they were found under) of the first suffix
+    that has them, or (None, None)."""
+    for suffix in suffixes:
+        path = os.path.join(RESULTS, name + suffix + '.json')
+        if os.path.exists(path):
+            with open(path) as f:
+                return json.load(f), suffix
+    return None, None
 
 
 def _ratio(numerator, denominator):
@@ -32,39 +35,42 @@ def _ratio(numerator, denominator):
     return '%.1fx' % (numerator / denominator)
 
 
-def candidates(suffix):
+def candidates(suffixes):
     print('| shape | providers | engine | sequential p50 ms ours / upstream | sequential '
-          '| `ab -c 10` p50 | throughput (target 10x) |')
-    print('|---|---|---|---|---|---|---|')
+          '| `ab -c 10` p50 | throughput (target 10x) | run |')
+    print('|---|---|---|---|---|---|---|---|')
     for shape in ('flat', 'nested'):
         for providers in (1000, 10000):
             for engine, label in ENGINES:
-                data = _load('allocation_candidates-%s-%s-%d%s'
-                             % (shape, engine, providers, suffix))
+                data, suffix = _load('allocation_candidates-%s-%s-%d'
+                                     % (shape, engine, providers), suffixes)
                 if data is None or 'error' in data.get('ours', {}):
-                    print('| %s | %d | %s | not run | | | |' % (shape, providers, label))
+                    print('| %s | %d | %s | not run | | | | |' % (shape, providers, label))
                     continue
                 ours, theirs = data['ours'], data['upstream']
                 timed = (ours['timed candidates']['p50'], theirs['timed candidates']['p50'])
                 loaded = (ours['candidates under load']['p50'],
                           theirs['candidates under load']['p50'])
-                print('| %s | %d | %s | %.1f / %.1f | %s | %s | %s |' % (
+                print('| %s | %d | %s | %.1f / %.1f | %s | %s | %s | %s |' % (
                     shape, providers, label, timed[0], timed[1], _ratio(timed[1], timed[0]),
                     _ratio(loaded[1], loaded[0]),
-                    _ratio(ours['throughput_rps'], theirs['throughput_rps'])))
+                    _ratio(ours['throughput_rps'], theirs['throughput_rps']),
+                    suffix.lstrip('-') or 'latest'))
 
 
-def creation(suffix):
-    print('| engine | providers | placeload seconds ours / upstream | ratio (target 3x) |')
-    print('|---|---|---|---|')
+def creation(suffixes):
+    print('| engine | providers | placeload seconds ours / upstream | ratio (target 3x) | run |')
+    print('|---|---|---|---|---|')
     for providers in (1000, 10000):
         for engine, label in ENGINES:
-            data = _load('allocation_candidates-flat-%s-%d%s' % (engine, providers, suffix))
+            data, suffix = _load('allocation_candidates-flat-%s-%d' % (engine, providers),
+                                 suffixes)
             if data is None or 'load_seconds' not in data.get('ours', {}):
                 continue
             ours, theirs = data['ours']['load_seconds'], data['upstream']['load_seconds']
-            print('| %s | %d | %.1f / %.1f | %s |' % (label, providers, ours, theirs,
-                                                     _ratio(theirs, ours)))
+            print('| %s | %d | %.1f / %.1f | %s | %s |' % (
+                label, providers, ours, theirs, _ratio(theirs, ours),
+                suffix.lstrip('-') or 'latest'))
 
 
 CORE = (('claim allocation', 'PUT /allocations/{c}', 3),
@@ -75,10 +81,10 @@ CORE = (('claim allocation', 'PUT /allocations/{c}', 3),
         ('list providers by aggregate', 'GET /resource_providers?member_of=', 5))
 
 
-def core_calls(suffix):
+def core_calls(suffixes):
     print('| call | target | %s |' % ' | '.join(label for _, label in ENGINES))
     print('|---|---|%s' % ('---|' * len(ENGINES)))
-    data = {engine: _load('core_calls-%s%s' % (engine, suffix)) for engine, _ in ENGINES}
+    data = {engine: _load('core_calls-%s' % engine, suffixes)[0] for engine, _ in ENGINES}
     for call, shown, target in CORE:
         cells = []
         for engine, _ in ENGINES:
@@ -92,15 +98,17 @@ def core_calls(suffix):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--suffix', default='',
-                        help='read the results saved with this suffix (e.g. -eb50688)')
+    parser.add_argument('--suffix', action='append',
+                        help='read the results saved with this suffix (e.g. -eb50688); '
+                             'several: the first that has a cell gives it')
     args = parser.parse_args()
+    suffixes = args.suffix or ['']
     print('Allocation candidates:\n')
-    candidates(args.suffix)
+    candidates(suffixes)
     print('\nProvider creation under placeload (flat runs):\n')
-    creation(args.suffix)
+    creation(suffixes)
     print('\nCore calls, one at a time (1000 providers):\n')
-    core_calls(args.suffix)
+    core_calls(suffixes)
 
 
 if __name__ == '__main__':
