@@ -1,11 +1,12 @@
 """GET /allocation_candidates: from a parsed request to candidates and summaries.
 
-``find`` runs inside one reader connection: it resolves names, asks
-``search`` for the providers that can satisfy each request group, lets
-``combine`` build the candidates, bounds them by limit, and gathers
-provider summaries (``summaries``) only for the trees the returned
-candidates touch. The handler parses the query string with ``request``
-first and renders the Result with ``render``.
+``find`` brings the worker's resource view (``placement_server.view``) up
+to date, resolves names, asks ``search`` for the providers that can
+satisfy each request group, lets ``combine`` build the candidates (kept
+per tree for the next time the same request comes, ``_kept``), bounds
+them by limit, and gathers provider summaries (``summaries``) only for the
+trees the returned candidates touch. The handler parses the query string
+with ``request`` first and renders the Result with ``render``.
 """
 from collections.abc import Callable
 from collections.abc import Collection
@@ -15,7 +16,6 @@ import contextlib
 import dataclasses
 import gc
 import random
-from typing import Any
 
 import sqlalchemy as sa
 
@@ -83,6 +83,12 @@ def _group_query(view: view_mod.ResourceView, group: request_mod.RequestGroup,
         tree_root=tree_root)
 
 
+def _spread_needed(names: search.Names) -> bool:
+    """Whether the unsuffixed group may take from several providers: not
+    without trees or sharing providers, where every group is one provider."""
+    return bool(names.sharing) or names.trees
+
+
 class _Search:
     """The per-request state shared by the groups' searches."""
 
@@ -97,27 +103,11 @@ class _Search:
         for query in queries:
             self.shared_classes |= seen & set(query.resources)
             seen |= set(query.resources)
-        self._tree_rows: dict[int, list[Any]] = {}   # {root: provider rows}
-        self.sharing, self.trees = names.sharing, names.trees
-        # Without trees or sharing providers every group is one provider.
-        self.spread_needed = bool(self.sharing) or self.trees
+        self.sharing = names.sharing
+        self.spread_needed = _spread_needed(names)
         self.root_of: dict[int, int] = {}
         self.capacity: combine.Capacity = {}
         self._anchors: dict[int, set[int]] = {}
-
-    def _single_provider_group(self, query: search.GroupQuery) -> bool:
-        return bool(query.resources) and (query.granular or not self.spread_needed)
-
-    def tree_members(self, root_ids: Collection[int]) -> list[Any]:
-        """Rows (id, uuid, parent, root, generation) of the given trees,
-        gathered once per request."""
-        missing = set(root_ids) - self._tree_rows.keys()
-        if missing:
-            for row in summaries.tree_members(self.view, missing):
-                self._tree_rows.setdefault(row[3], []).append(row)
-            for root in missing:
-                self._tree_rows.setdefault(root, [])
-        return [row for root in root_ids for row in self._tree_rows[root]]
 
     def _load_anchors(self, rps: Collection[int]) -> None:
         missing = [rp for rp in rps if rp in self.sharing and rp not in self._anchors]
@@ -219,10 +209,8 @@ def _find(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
     except _NoMatch:
         return EMPTY
     class_names = {v: k for k, v in names.classes.items()}
-    # Without trees or sharing providers every group is one provider.
-    spread_needed = bool(names.sharing) or names.trees
     lone = queries[0] if len(queries) == 1 else None
-    if not (lone is not None and lone.resources and (lone.granular or not spread_needed)
+    if not (lone is not None and lone.resources and (lone.granular or not _spread_needed(names))
             and not (request.root_required or request.root_forbidden)):
         lone = None
     if key is None or names.sharing:
