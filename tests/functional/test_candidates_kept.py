@@ -134,16 +134,21 @@ class Cloud:
         return write.__name__
 
 
-def test_kept_candidates_follow_every_write(api, database):
-    rng = random.Random(20261124)
-    cloud = Cloud(api, rng)
-    for _ in range(5):
+def _follow(api, database, seed, trees, steps):
+    """``steps`` random writes on ``trees`` new trees, every query checked
+    against a search from scratch after each."""
+    cloud = Cloud(api, random.Random(seed))
+    for _ in range(trees):
         cloud.tree()
     done = []
-    for step in range(60):
+    for _ in range(steps):
         done.append(cloud.step())
         for query in QUERIES:
             assert _answer(api, query) == _from_scratch(database, query), (done, query)
+
+
+def test_kept_candidates_follow_every_write(api, database):
+    _follow(api, database, seed=20261124, trees=5, steps=60)
 
 
 def test_kept_candidates_evicted_when_over_bounds(api, database, monkeypatch):
@@ -151,15 +156,7 @@ def test_kept_candidates_evicted_when_over_bounds(api, database, monkeypatch):
     recent answers go (an answer over the bound is not kept): still exact."""
     monkeypatch.setattr(candidates, 'KEPT_REQUESTS', 2)
     monkeypatch.setattr(candidates, 'KEPT_CANDIDATES', 6)
-    rng = random.Random(7)
-    cloud = Cloud(api, rng)
-    for _ in range(4):
-        cloud.tree()
-    done = []
-    for step in range(15):
-        done.append(cloud.step())
-        for query in QUERIES:
-            assert _answer(api, query) == _from_scratch(database, query), (done, query)
+    _follow(api, database, seed=7, trees=4, steps=15)
     with database.reader() as conn:
         kept = candidates.view_mod.of(conn).answers
         assert len(kept) <= 2
