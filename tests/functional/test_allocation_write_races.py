@@ -13,17 +13,14 @@ import pytest
 import sqlalchemy as sa
 
 from placement_server.db import api as db_api
-from tests import databases
 from tests.functional import client as client_mod
 
 V = '1.39'
 
 
-@pytest.fixture(params=[b for b in ('postgresql', 'mysql') if b in databases.BACKENDS])
-def database(request, _databases):
-    test_db = _databases(request.param)
-    test_db.reset()
-    return test_db.db
+@pytest.fixture
+def database(server_database):
+    return server_database
 
 
 def _writers_waiting_on_a_lock(database):

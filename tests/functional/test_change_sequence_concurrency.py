@@ -47,7 +47,6 @@ from placement_server.db import inventories
 from placement_server.db import providers
 from placement_server.db import tables
 from placement_server.db import traits
-from tests import databases
 
 WRITERS = 4
 WRITES = 60        # per writer
@@ -59,11 +58,9 @@ RELOAD = 'everything'   # what a call that reloaded everything "named"
 WAIT = 30               # seconds any bounded wait may take
 
 
-@pytest.fixture(params=[b for b in ('postgresql', 'mysql') if b in databases.BACKENDS])
-def database(request, _databases):
-    test_db = _databases(request.param)
-    test_db.reset()
-    return test_db.db
+@pytest.fixture
+def database(server_database):
+    return server_database
 
 
 def inventory(total):
