@@ -49,11 +49,10 @@ def set_for_provider(conn, uuid, aggregate_uuids, generation=None):
     does); without it (before 1.19) the generation is left alone.
     Returns the provider's generation after the write.
     """
-    row = providers.get(conn, uuid, for_update=True)
-    new_generation = row['generation']
-    if generation is not None:
-        providers.check_generation(row, generation)
-        new_generation = providers.increment_generation(conn, row['id'], generation)
-    providers.replace_links(conn, RPA.c.aggregate_id, row['id'],
-                            set(ensure(conn, aggregate_uuids).values()))
-    return new_generation
+    if generation is None:
+        row = providers.get(conn, uuid, for_update=True)
+    else:
+        row = providers.take(conn, uuid, generation)
+    providers.replace_links(conn, RPA.c.aggregate_id, AGG.c.uuid, row['id'],
+                            set(aggregate_uuids), lambda new: ensure(conn, new))
+    return row['generation']

@@ -45,13 +45,26 @@ def check_capacity(provider_uuid, inventories, reserved_may_equal_total, action=
                                    '' if reserved_may_equal_total else 'or equal to '))
 
 
+_MINE = INV.c.resource_provider_id == sa.bindparam('provider_id')
+_GET_ALL = (sa.select(RC.c.name.label('resource_class'), INV)
+            .join(RC, RC.c.id == INV.c.resource_class_id)
+            .where(_MINE).order_by(RC.c.name))
+# For a replace, in one statement: each wanted class (its id, and the
+# provider's inventory of it if any), then the inventories not wanted.
+_WANTED = sa.bindparam('names', expanding=True)
+_CLASSES_AND_CURRENT = sa.union_all(
+    sa.select(RC.c.name.label('resource_class'), RC.c.id.label('class_id'), INV)
+    .select_from(RC.outerjoin(INV, sa.and_(INV.c.resource_class_id == RC.c.id, _MINE)))
+    .where(RC.c.name.in_(_WANTED)),
+    sa.select(RC.c.name, RC.c.id, INV)
+    .join(RC, RC.c.id == INV.c.resource_class_id)
+    .where(_MINE, RC.c.name.not_in(_WANTED)))
+_INSERT = INV.insert()
+
+
 def get_all(conn, provider_id):
     """{resource class name: inventory row} of one provider."""
-    rows = conn.execute(
-        sa.select(RC.c.name.label('resource_class'), INV)
-        .join(RC, RC.c.id == INV.c.resource_class_id)
-        .where(INV.c.resource_provider_id == provider_id)
-        .order_by(RC.c.name)).mappings().all()
+    rows = conn.execute(_GET_ALL, {'provider_id': provider_id}).mappings().all()
     return {r['resource_class']: r for r in rows}
 
 
@@ -78,21 +91,26 @@ def _check_not_in_use(conn, provider, class_ids_by_name):
 
 
 def _values(inv):
-    return {f: inv[f] for f in FIELDS}
+    # As the column stores it: a ratio given as 16 is read back as 16.0.
+    return dict({f: inv[f] for f in FIELDS}, allocation_ratio=float(inv['allocation_ratio']))
 
 
-def replace_inventories(conn, provider, inventories, generation=None):
-    """Make ``inventories`` ({rc: fields}) the provider's whole inventory.
+def write_all(conn, provider, inventories):
+    """Make ``inventories`` ({rc: fields}) the provider's whole inventory,
+    leaving its generation to the caller; returns {rc: row} as stored.
 
     Classes left out are removed (409 placement.inventory.inuse if they are
     allocated); a total lowered below what is allocated is accepted.
-    ``generation`` is what the caller expects the provider to be at
-    (default: the row's). Returns the new generation.
     """
-    if generation is None:
-        generation = provider['generation']
-    class_ids = resource_classes.ids_by_name(conn, inventories)
-    current = get_all(conn, provider['id'])
+    class_ids, current = {}, {}
+    for row in conn.execute(_CLASSES_AND_CURRENT, {
+            'provider_id': provider['id'], 'names': sorted(inventories)}).mappings():
+        class_ids[row['resource_class']] = row['class_id']
+        if row['id'] is not None:
+            current[row['resource_class']] = row
+    unknown = set(inventories) - set(class_ids)
+    if unknown:
+        raise errors.ResourceClassNotFound('No such resource class %s.' % min(unknown))
     gone = {rc: row['resource_class_id'] for rc, row in current.items()
             if rc not in inventories}
     _check_not_in_use(conn, provider, gone)
@@ -101,18 +119,30 @@ def replace_inventories(conn, provider, inventories, generation=None):
         conn.execute(INV.delete().where(
             INV.c.resource_provider_id == provider['id'],
             INV.c.resource_class_id.in_(gone.values())))
-    new_rows = []
+    new_rows, stored = [], {}
     for rc, inv in inventories.items():
         values = _values(inv)
         if rc not in current:
             new_rows.append(dict(values, resource_provider_id=provider['id'],
                                  resource_class_id=class_ids[rc], created_at=now))
+            stored[rc] = dict(values, created_at=now, updated_at=None)
         elif any(current[rc][f] != values[f] for f in FIELDS):
             conn.execute(INV.update().where(INV.c.id == current[rc]['id'])
                          .values(updated_at=now, **values))
+            stored[rc] = dict(values, created_at=current[rc]['created_at'], updated_at=now)
+        else:
+            stored[rc] = current[rc]
     if new_rows:
-        conn.execute(INV.insert(), new_rows)
-    return providers.increment_generation(conn, provider['id'], generation)
+        conn.execute(_INSERT, new_rows)
+    return stored
+
+
+def replace_inventories(conn, provider, inventories, generation=None):
+    """``write_all``, then the generation: it must be ``generation`` (by
+    default the row's). Returns the new generation."""
+    write_all(conn, provider, inventories)
+    return providers.increment_generation(
+        conn, provider['id'], provider['generation'] if generation is None else generation)
 
 
 def add_inventory(conn, provider, rc, inv):

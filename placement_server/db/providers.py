@@ -1,8 +1,8 @@
 """Resource providers: lookup and the generation compare-and-swap.
 
 Every write to a provider's inventories, traits, aggregates or allocations
-goes through ``increment_generation``: an UPDATE guarded by the generation
-the writer read, so a concurrent writer makes it touch no row and the
+goes through ``increment_generation`` or ``take``: an UPDATE guarded by the
+generation the writer read (or was given), so a concurrent writer makes it touch no row and the
 request fails with placement.concurrent_update instead of overwriting.
 """
 import collections
@@ -22,26 +22,25 @@ class ConcurrentUpdate(errors.Conflict):
     code = errors.CONCURRENT_UPDATE
 
 
+_GET = sa.select(RP).where(RP.c.uuid == sa.bindparam('uuid'))
+_GET_FOR_UPDATE = _GET.with_for_update()
+
+
 def get(conn, uuid, for_update=False):
     """The provider row (id, uuid, name, generation, parent/root ids) or 404."""
-    query = sa.select(RP).where(RP.c.uuid == uuid)
-    if for_update:
-        query = query.with_for_update()
-    row = conn.execute(query).mappings().first()
+    row = conn.execute(_GET_FOR_UPDATE if for_update else _GET,
+                       {'uuid': uuid}).mappings().first()
     if row is None:
         # Upstream gives this 404 no specific code.
         raise errors.NotFound('No resource provider with uuid %s found' % uuid)
     return row
 
 
-def check_generation(row, expected):
-    """409 concurrent_update unless the provider ``row`` (read for update)
-    is at generation ``expected``. Compared in Python first, so an absurd
-    client value (2**70) is a 409, not a database overflow."""
-    if row['generation'] != expected:
-        raise ConcurrentUpdate(
-            "Resource provider's generation already changed. Please update "
-            "the generation and try again.")
+# How a 409 concurrent_update is worded where upstream's tests match it.
+CONFLICT = ('resource provider generation conflict: expected {expected}, the '
+            'provider is at {actual}.')
+CHANGED = ("Resource provider's generation already changed. Please update the "
+           "generation and try again.")
 
 
 # The statements every write sends, built once: building one costs
@@ -66,16 +65,52 @@ _INSERT_ROOT = RP.insert().from_select(
 ).returning(RP.c.id)
 
 
-def increment_generation(conn, provider_id, expected):
-    """generation += 1 if it is still ``expected``; else 409 concurrent_update.
+# ``take``: the compare-and-swap by uuid, returning the row where the
+# database can (MariaDB has no UPDATE ... RETURNING).
+_TAKE = (RP.update()
+         .where(RP.c.uuid == sa.bindparam('provider_uuid'),
+                RP.c.generation == sa.bindparam('expected'))
+         .values(generation=RP.c.generation + 1, updated_at=sa.bindparam('now')))
+_TAKE_RETURNING = _TAKE.returning(*RP.c)
 
-    Returns the new generation.
-    """
+
+def _check_range(expected):
     if not 0 <= expected < 2 ** 31 - 1:
         # No provider has such a generation (the column is 32-bit): a
         # conflict, not a database overflow error.
         raise ConcurrentUpdate('resource provider generation conflict: no '
                                'provider has generation %d.' % expected)
+
+
+def take(conn, uuid, expected, conflict=CONFLICT):
+    """The first statement of a write that always bumps the generation:
+    generation += 1 on the provider ``uuid`` if it is at ``expected``.
+
+    Returns the provider's row, at its new generation and locked until the
+    transaction ends (as ``get(for_update=True)`` leaves it). 404 if there
+    is no such provider, 409 concurrent_update (worded by ``conflict``) if
+    it is at another generation. One statement where ``get`` then
+    ``increment_generation`` would be two.
+    """
+    _check_range(expected)
+    params = {'provider_uuid': uuid, 'expected': expected, 'now': api.utcnow()}
+    if conn.dialect.name == 'mysql':
+        row = get(conn, uuid) if conn.execute(_TAKE, params).rowcount == 1 else None
+    else:
+        row = conn.execute(_TAKE_RETURNING, params).mappings().first()
+    if row is None:
+        raise ConcurrentUpdate(conflict.format(
+            expected=expected, actual=get(conn, uuid)['generation']))
+    changes.note(conn, [row['id']])
+    return row
+
+
+def increment_generation(conn, provider_id, expected):
+    """generation += 1 if it is still ``expected``; else 409 concurrent_update.
+
+    Returns the new generation.
+    """
+    _check_range(expected)
     changes.note(conn, [provider_id])
     result = conn.execute(_BUMP, {'provider_id': provider_id, 'expected': expected,
                                   'next': expected + 1, 'now': api.utcnow()})
@@ -87,22 +122,52 @@ def increment_generation(conn, provider_id, expected):
     return expected + 1
 
 
-def replace_links(conn, column, provider_id, wanted):
+def _links_query(column, key):
+    """One statement for ``replace_links``: (key, id, linked) for each wanted
+    key that exists, and for each key linked but not wanted."""
+    link, names = column.table, key.table
+    mine = link.c.resource_provider_id == sa.bindparam('provider_id')
+    wanted = sa.bindparam('wanted', expanding=True)
+    return sa.union_all(
+        sa.select(key, names.c.id, sa.exists().where(mine, column == names.c.id))
+        .where(key.in_(wanted)),
+        sa.select(key, names.c.id, sa.true())
+        .join(link, column == names.c.id).where(mine, key.not_in(wanted)))
+
+
+_LINKS = {}
+
+
+def replace_links(conn, column, key, provider_id, wanted, unknown):
     """Make the provider's rows in ``column``'s table (the provider-trait or
-    provider-aggregate links) name exactly the ids ``wanted``; returns
-    whether anything changed."""
+    provider-aggregate links) name exactly the ``wanted`` keys (trait
+    names, aggregate uuids: ``key`` is that column of the named table).
+    ``unknown(keys)`` gives {key: id} for wanted keys not stored yet (or
+    raises). Returns whether anything changed."""
+    query = _LINKS.get(column)
+    if query is None:
+        query = _LINKS[column] = _links_query(column, key)
+    ids, have = {}, set()
+    for k, i, linked in conn.execute(query, {'provider_id': provider_id,
+                                             'wanted': sorted(wanted)}):
+        if k in wanted:
+            ids[k] = i
+        if linked:
+            have.add(i)
+    if len(ids) < len(wanted):
+        ids.update(unknown(wanted - set(ids)))
+    want = set(ids.values())
+    gone, new = have - want, want - have
     link = column.table
-    mine = link.c.resource_provider_id == provider_id
-    have = set(conn.scalars(sa.select(column).where(mine)))
-    gone, new = have - wanted, wanted - have
-    if gone or new:
-        changes.note(conn, [provider_id])
     if gone:
-        conn.execute(link.delete().where(mine, column.in_(sorted(gone))))
+        conn.execute(link.delete().where(link.c.resource_provider_id == provider_id,
+                                         column.in_(sorted(gone))))
     if new:
         now = api.utcnow()
         conn.execute(link.insert(), [{'resource_provider_id': provider_id, column.name: i,
                                       'created_at': now} for i in sorted(new)])
+    if gone or new:
+        changes.note(conn, [provider_id])
     return bool(gone or new)
 
 

@@ -23,12 +23,15 @@ def get(conn, name):
     return row
 
 
+_IDS = sa.select(RC.c.name, RC.c.id).where(RC.c.name.in_(sa.bindparam('names', expanding=True)))
+
+
 def ids_by_name(conn, names):
     """{name: id} for ``names``; an unknown name is a 400 naming it."""
     names = set(names)
     if not names:
         return {}
-    found = dict(conn.execute(sa.select(RC.c.name, RC.c.id).where(RC.c.name.in_(names))).all())
+    found = dict(conn.execute(_IDS, {'names': sorted(names)}).all())
     unknown = names - set(found)
     if unknown:
         raise errors.ResourceClassNotFound('No such resource class %s.' % min(unknown))

@@ -71,31 +71,33 @@ def of_provider(conn, provider_id):
         .order_by(TRAITS.c.name)).mappings().all()
 
 
-def _ids(conn, names):
-    """{name: id}; unknown names are a 400 listing them."""
-    if not names:
-        return {}
-    found = dict(conn.execute(sa.select(TRAITS.c.name, TRAITS.c.id)
-                              .where(TRAITS.c.name.in_(sorted(names)))).all())
-    unknown = set(names) - set(found)
-    if unknown:
-        raise errors.BadRequest('No such trait %s' % ', '.join(sorted(unknown)))
-    return found
+def _refuse_unknown(names):
+    raise errors.BadRequest('No such trait %s' % ', '.join(sorted(names)))
+
+
+class Unchanged(Exception):
+    """The provider already had exactly these traits. The write's first
+    statement moved the generation, so the transaction must be rolled
+    back: a write that changes nothing leaves the generation, as upstream
+    does."""
+
+    def __init__(self, generation):
+        super().__init__(generation)
+        self.generation = generation
 
 
 def set_for_provider(conn, uuid, names, generation):
     """Replace the provider's traits with ``names`` (all must exist).
 
     The generation must be ``generation``; it goes up by one when the set
-    changes (a write that changes nothing leaves it, as upstream does).
-    Returns the provider's generation after the write.
+    changes. Returns the provider's generation after the write; raises
+    Unchanged when there was nothing to write.
     """
-    row = providers.get(conn, uuid, for_update=True)
-    providers.check_generation(row, generation)
-    wanted = _ids(conn, set(names))
-    if providers.replace_links(conn, RPT.c.trait_id, row['id'], set(wanted.values())):
-        return providers.increment_generation(conn, row['id'], generation)
-    return generation
+    row = providers.take(conn, uuid, generation, providers.CHANGED)
+    if not providers.replace_links(conn, RPT.c.trait_id, TRAITS.c.name, row['id'],
+                                   set(names), _refuse_unknown):
+        raise Unchanged(generation)
+    return row['generation']
 
 
 def clear_provider(conn, uuid):

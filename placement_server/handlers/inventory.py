@@ -70,15 +70,13 @@ def set_inventories(req, uuid):
     data = util.extract_json(req, schema.PUT_ALL)
     inventories = {rc: _with_defaults(rec) for rc, rec in data['inventories'].items()}
     with req.db.writer() as conn:
-        provider = _lock(conn, uuid)
-        _check_generation(provider, data['resource_provider_generation'])
+        provider = providers.take(conn, uuid, data['resource_provider_generation'])
         _check_capacity(req, provider, inventories)
         with errors.worded(errors.ResourceClassNotFound, 'Unknown resource class in '
                            'inventory for resource provider %s: ' % provider['uuid']):
-            generation = db.replace_inventories(
-                conn, provider, inventories, data['resource_provider_generation'])
-        rows = db.get_all(conn, provider['id'])
-    return _send_all(req, generation, rows)
+            rows = db.write_all(conn, provider, inventories)
+    # The body is what was just written: no need to read it back.
+    return _send_all(req, provider['generation'], dict(sorted(rows.items())))
 
 
 @api.retry_on_deadlock

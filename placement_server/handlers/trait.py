@@ -111,9 +111,12 @@ def get_provider_traits(req, uuid):
 def put_provider_traits(req, uuid):
     req.context.can('placement:resource_providers:traits:update')
     data = util.extract_json(req, schema.PROVIDER_TRAITS)
-    with req.db.writer() as conn:
-        generation = db.set_for_provider(conn, uuid, data['traits'],
-                                         data['resource_provider_generation'])
+    try:
+        with req.db.writer() as conn:
+            generation = db.set_for_provider(conn, uuid, data['traits'],
+                                             data['resource_provider_generation'])
+    except db.Unchanged as unchanged:
+        generation = unchanged.generation
     # The body is what was just written: no need to read it back.
     return _provider_traits(req, sorted(set(data['traits'])), generation,
                             util.last_modified())
