@@ -16,7 +16,9 @@ timeouts and Galera certification failures, which surface at COMMIT),
 Round trips are most of what a request costs the database beside its
 statements, so the pool pings a connection only after it idled
 (``PING_AFTER_IDLE``), skips the rollback on checkin when nothing is
-open, and PostgreSQL readers run without BEGIN and ROLLBACK.
+open, PostgreSQL readers run without BEGIN and ROLLBACK, and a PostgreSQL
+write sends its BEGIN with its first statement and its COMMIT with its
+change record (``_folded_transaction``).
 
 ``retry_on_deadlock`` (oslo.db's ``wrap_db_retry``) replays the whole
 transaction a bounded number of times, each attempt a fresh transaction
@@ -191,6 +193,8 @@ def _engine_with_lazy_ping(url, **engine_args):
     no rollback on checkin for a connection with no transaction open."""
     engine_args.update(pool_pre_ping=False, pool_reset_on_return=None)
     engine = sa.create_engine(url, **engine_args)
+    if engine.dialect.name == 'postgresql':
+        _send_begin_with_first_statement(engine.dialect)
     event.listen(engine.pool, 'checkin', _note_idle_since)
     event.listen(engine.pool, 'checkout', _ping_after_idle)
     event.listen(engine.pool, 'reset', _rollback_if_open)
@@ -230,6 +234,75 @@ def _rollback_if_open(dbapi_conn, _record, reset_state):
 
 
 _MYSQL_IN_TRANSACTION = 1   # SERVER_STATUS_IN_TRANS in the OK packet
+
+# The DBAPI connections (ids) whose transaction has not begun on the
+# server yet: their next statement carries the BEGIN.
+_BEGIN_PENDING: set[int] = set()
+
+
+def _send_begin_with_first_statement(dialect):
+    """psycopg2 sends a transaction's BEGIN as a round trip of its own; a
+    ``_folded_transaction`` has its connection in autocommit and puts the
+    BEGIN in front of the first statement instead. (A method of this
+    engine's dialect: an engine event would cost every statement a
+    dispatch.)"""
+    def begins(cursor):
+        key = id(cursor.connection)
+        if key in _BEGIN_PENDING:
+            _BEGIN_PENDING.discard(key)
+            return True
+        return False
+
+    execute, execute_no_params = dialect.do_execute, dialect.do_execute_no_params
+    executemany = dialect.do_executemany
+
+    def do_execute(cursor, statement, parameters, context=None):
+        execute(cursor, 'BEGIN;' + statement if begins(cursor) else statement,
+                parameters, context)
+
+    def do_execute_no_params(cursor, statement, context=None):
+        execute_no_params(cursor, 'BEGIN;' + statement if begins(cursor) else statement,
+                          context)
+
+    def do_executemany(cursor, statement, parameters, context=None):
+        if begins(cursor):
+            cursor.execute('BEGIN')
+        executemany(cursor, statement, parameters, context)
+
+    dialect.do_execute = do_execute
+    dialect.do_execute_no_params = do_execute_no_params
+    dialect.do_executemany = do_executemany
+
+
+@contextlib.contextmanager
+def _folded_transaction(conn):
+    """A PostgreSQL write transaction in two round trips fewer: BEGIN goes
+    with the first statement and COMMIT with the change record
+    (``changes.record(commit=True)``), the connection in autocommit so that
+    psycopg2 sends neither by itself. Nothing sent, nothing to end."""
+    dbapi_conn = conn.connection.dbapi_connection
+    key = id(dbapi_conn)
+    with _autocommit(conn):
+        _BEGIN_PENDING.add(key)
+        try:
+            yield
+            if key not in _BEGIN_PENDING:
+                changes.record(conn, commit=True)
+        except BaseException:
+            if key not in _BEGIN_PENDING and not dbapi_conn.closed:
+                try:
+                    conn.exec_driver_sql('ROLLBACK')
+                except sa.exc.DBAPIError:
+                    pass   # the connection is lost: so is its transaction
+            raise
+        finally:
+            _BEGIN_PENDING.discard(key)
+            if not dbapi_conn.closed and dbapi_conn.info.transaction_status != _PG_IDLE:
+                # Never hand the pool a connection inside a transaction.
+                conn.invalidate()
+
+
+_PG_IDLE = 0   # psycopg2.extensions.TRANSACTION_STATUS_IDLE
 
 
 def create_engine(url, max_pool_size=None, max_overflow=None, pool_timeout=None,
@@ -353,10 +426,14 @@ class Database:
             conn.info['writer'] = True
             conn.info.pop('changed', None)
             try:
-                with conn.begin():
-                    yield conn
-                    # last, so the change counter is held only for the commit
-                    changes.record(conn)
+                if self.dialect == 'postgresql':
+                    with _folded_transaction(conn), conn.begin():
+                        yield conn
+                else:
+                    with conn.begin():
+                        yield conn
+                        # last, so the change counter is held only for the commit
+                        changes.record(conn)
             finally:
                 conn.info.pop('writer', None)
                 conn.info.pop('changed', None)

@@ -59,45 +59,67 @@ def note_names(conn: sa.Connection) -> None:
     conn.info.setdefault('changed', set()).add(NAMES)
 
 
-def record(conn: sa.Connection) -> None:
+def record(conn: sa.Connection, commit: bool = False) -> None:
     """Write what this transaction noted, as its last statements (called by
-    ``Database.writer`` just before COMMIT); nothing when nothing changed."""
+    ``Database.writer`` just before COMMIT); nothing when nothing changed.
+
+    ``commit`` (PostgreSQL, its connection in autocommit): send the COMMIT
+    in the same round trip.
+    """
     changed = conn.info.pop('changed', None)
     if not changed:
+        if commit:
+            conn.exec_driver_sql('COMMIT')
         return
     shard = min(changed) % SHARDS
     ids = ','.join('%d' % i for i in sorted(changed))
     dialect = conn.dialect.name
     if dialect == 'postgresql':
-        # One round trip: bump and insert in one statement.
-        written = conn.exec_driver_sql(
+        # One round trip: bump and insert in one statement, with the
+        # pruning when due and the COMMIT. A missing counter row makes seq
+        # NULL, which the key refuses.
+        statements = [
             'WITH bump AS (UPDATE resource_view_counters SET seq = seq + 1 '
             'WHERE shard = %d RETURNING seq) '
             'INSERT INTO resource_view_changes (shard, seq, provider_id) '
-            "SELECT %d, bump.seq, p FROM bump, unnest('{%s}'::integer[]) AS p"
-            % (shard, shard, ids)).rowcount
-        _check(written == len(changed), shard)
-    else:
-        if dialect == 'mysql':
-            # No UPDATE ... RETURNING: LAST_INSERT_ID(expr) keeps the new
-            # number on this connection for the insert to use.
-            bumped = conn.exec_driver_sql('UPDATE resource_view_counters SET seq = '
-                                          'LAST_INSERT_ID(seq + 1) WHERE shard = %d'
-                                          % shard).rowcount
-            _check(bumped == 1, shard)
-            seq = 'LAST_INSERT_ID()'
-        else:
-            number = conn.exec_driver_sql(
-                'UPDATE resource_view_counters SET seq = seq + 1 WHERE shard = %d '
-                'RETURNING seq' % shard).scalar()
-            if number is None:
+            "SELECT %d, (SELECT seq FROM bump), p FROM unnest('{%s}'::integer[]) AS p"
+            % (shard, shard, ids)]
+        if prune_due():
+            statements += _pruning(shard)
+        if commit:
+            statements.append('COMMIT')
+        try:
+            conn.exec_driver_sql(';'.join(statements))
+        except Exception as e:
+            # oslo.db wraps it (DBError): the driver's own error tells.
+            cause = getattr(getattr(e, 'inner_exception', e), 'orig', None)
+            if getattr(cause, 'pgcode', None) == _NOT_NULL_VIOLATION:
                 _missing(shard)
-            seq = '%d' % number
-        conn.exec_driver_sql(
-            'INSERT INTO resource_view_changes (shard, seq, provider_id) VALUES %s'
-            % ','.join('(%d, %s, %s)' % (shard, seq, i) for i in ids.split(',')))
+            raise
+        return
+    if dialect == 'mysql':
+        # No UPDATE ... RETURNING: LAST_INSERT_ID(expr) keeps the new
+        # number on this connection for the insert to use.
+        bumped = conn.exec_driver_sql('UPDATE resource_view_counters SET seq = '
+                                      'LAST_INSERT_ID(seq + 1) WHERE shard = %d'
+                                      % shard).rowcount
+        _check(bumped == 1, shard)
+        seq = 'LAST_INSERT_ID()'
+    else:
+        number = conn.exec_driver_sql(
+            'UPDATE resource_view_counters SET seq = seq + 1 WHERE shard = %d '
+            'RETURNING seq' % shard).scalar()
+        if number is None:
+            _missing(shard)
+        seq = '%d' % number
+    conn.exec_driver_sql(
+        'INSERT INTO resource_view_changes (shard, seq, provider_id) VALUES %s'
+        % ','.join('(%d, %s, %s)' % (shard, seq, i) for i in ids.split(',')))
     if prune_due():
         prune(conn, shard)
+
+
+_NOT_NULL_VIOLATION = '23502'   # PostgreSQL's SQLSTATE
 
 
 def _check(bumped: bool, shard: int) -> None:
@@ -117,15 +139,18 @@ def prune_due() -> bool:
     return random.randrange(PRUNE_EVERY) == 0
 
 
-def prune(conn: sa.Connection, shard: int) -> None:
+def _pruning(shard: int) -> list[str]:
     """Drop the shard's change rows older than the newest KEEP, and say so
-    in its ``floor``; run inside a write that bumped the shard."""
-    conn.exec_driver_sql(
-        'UPDATE resource_view_counters SET floor = seq - %d '
-        'WHERE shard = %d AND floor < seq - %d' % (KEEP, shard, KEEP))
-    conn.exec_driver_sql(
-        'DELETE FROM resource_view_changes WHERE shard = %d AND seq <= '
-        '(SELECT floor FROM resource_view_counters WHERE shard = %d)' % (shard, shard))
+    in its ``floor``: statements for a write that bumped the shard."""
+    return ['UPDATE resource_view_counters SET floor = seq - %d '
+            'WHERE shard = %d AND floor < seq - %d' % (KEEP, shard, KEEP),
+            'DELETE FROM resource_view_changes WHERE shard = %d AND seq <= '
+            '(SELECT floor FROM resource_view_counters WHERE shard = %d)' % (shard, shard)]
+
+
+def prune(conn: sa.Connection, shard: int) -> None:
+    for statement in _pruning(shard):
+        conn.exec_driver_sql(statement)
 
 
 # Where a reader stands: {shard: highest number it has seen}.
