@@ -1,0 +1,112 @@
+"""PostgreSQL write transactions: BEGIN rides on the first statement and
+COMMIT on the change record (``db.api._folded_transaction``), and every
+way out of a write leaves the pooled connection outside a transaction."""
+import psycopg2.extensions
+import pytest
+from sqlalchemy import event
+
+from placement_server.db import providers
+from tests import databases
+from tests.functional import client as client_mod
+
+IDLE = psycopg2.extensions.TRANSACTION_STATUS_IDLE
+
+
+@pytest.fixture(params=[b for b in ('postgresql',) if b in databases.BACKENDS])
+def pg(request, _databases):
+    test_db = _databases(request.param)
+    test_db.reset()
+    return test_db.db
+
+
+@pytest.fixture
+def sent(pg):
+    """The SQL texts psycopg2 is asked to run, in order, as the server gets
+    them (psycopg2's own BEGIN and COMMIT would not be among them: they are
+    what the writer must not leave to it, see ``autocommit``)."""
+    texts = []
+
+    class Recording(psycopg2.extensions.cursor):
+        def execute(self, query, vars=None):
+            texts.append(query if isinstance(query, str) else query.decode())
+            return super().execute(query, vars)
+
+    def on_checkout(dbapi_conn, _record, _proxy):
+        dbapi_conn.cursor_factory = Recording
+
+    event.listen(pg.engine.pool, 'checkout', on_checkout)
+    pg.engine.pool.dispose()   # pooled connections get the factory at checkout
+    yield texts
+    event.remove(pg.engine.pool, 'checkout', on_checkout)
+    pg.engine.pool.dispose()
+
+
+def _provider(api):
+    return client_mod.make_provider(api, 'cn1')
+
+
+def test_a_write_is_its_statements_with_begin_and_commit_folded_in(pg, sent):
+    api = client_mod.Client(client_mod.make_app(pg))
+    rp = _provider(api)
+    del sent[:]
+    resp = api.put('/resource_providers/%s/inventories' % rp, {
+        'resource_provider_generation': 0,
+        'inventories': {'VCPU': {'total': 8}, 'MEMORY_MB': {'total': 1024}}})
+    assert resp.status_int == 200, resp.body
+    # generation check and bump, classes with what the provider has,
+    # the insert, the change record: four round trips in all
+    assert len(sent) == 4, sent
+    assert sent[0].startswith('BEGIN;UPDATE resource_providers')
+    assert sent[-1].startswith('WITH bump AS') and sent[-1].endswith(';COMMIT')
+    assert not any(t.strip().upper() in ('BEGIN', 'COMMIT', 'ROLLBACK') for t in sent)
+    got = api.get('/resource_providers/%s/inventories' % rp).json
+    assert set(got['inventories']) == {'VCPU', 'MEMORY_MB'}
+    assert got['resource_provider_generation'] == 1
+
+
+def test_the_writer_runs_in_autocommit_so_psycopg2_sends_no_begin_of_its_own(pg):
+    with pg.writer() as conn:
+        assert conn.connection.dbapi_connection.autocommit
+        conn.exec_driver_sql('SELECT 1')
+        # the server is in the transaction the first statement began
+        assert conn.connection.dbapi_connection.info.transaction_status != IDLE
+    with pg.reader() as conn:
+        assert conn.connection.dbapi_connection.info.transaction_status == IDLE
+
+
+def test_a_write_that_sends_nothing_ends_nothing(pg, sent):
+    with pg.writer():
+        pass
+    assert sent == []
+
+
+def test_a_write_that_fails_midway_is_rolled_back_and_its_connection_is_idle(pg, sent):
+    api = client_mod.Client(client_mod.make_app(pg))
+    rp = _provider(api)
+    del sent[:]
+    with pytest.raises(ZeroDivisionError):
+        with pg.writer() as conn:
+            providers.take(conn, rp, 0)
+            1 / 0
+    assert sent[-1] == 'ROLLBACK'
+    assert api.get('/resource_providers/%s' % rp).json['generation'] == 0
+    with pg.writer() as conn:
+        assert conn.connection.dbapi_connection.info.transaction_status == IDLE
+        assert providers.take(conn, rp, 0)['generation'] == 1
+    assert api.get('/resource_providers/%s' % rp).json['generation'] == 1
+
+
+def test_a_refused_write_through_the_api_commits_nothing_and_the_next_one_works(pg):
+    api = client_mod.Client(client_mod.make_app(pg), version='latest')
+    rp = _provider(api)
+    body = {'resource_provider_generation': 5, 'inventories': {'VCPU': {'total': 8}}}
+    resp = api.put('/resource_providers/%s/inventories' % rp, body)
+    assert resp.status_int == 409
+    assert resp.json['errors'][0]['code'] == 'placement.concurrent_update'
+    # an unknown class fails after the generation moved: rolled back too
+    body = {'resource_provider_generation': 0, 'inventories': {'CUSTOM_NOPE': {'total': 1}}}
+    assert api.put('/resource_providers/%s/inventories' % rp, body).status_int == 400
+    assert api.get('/resource_providers/%s' % rp).json['generation'] == 0
+    body = {'resource_provider_generation': 0, 'inventories': {'VCPU': {'total': 8}}}
+    assert api.put('/resource_providers/%s/inventories' % rp, body).status_int == 200
+    assert api.get('/resource_providers/%s' % rp).json['generation'] == 1
