@@ -1,7 +1,8 @@
 """Issue 15's cells, from the results the side-by-side benchmarks saved.
 
 Reads bench/results/allocation_candidates-<shape>-<engine>-<providers>.json
-(bench/allocation_candidates.py) and bench/results/core_calls-<engine>.json
+(bench/allocation_candidates.py), bench/results/creation-<engine>-<n>.json
+(bench/creation.py) and bench/results/core_calls-<engine>.json
 (bench/core_calls.py), or the copies of them a run was saved under with a
 suffix (``--suffix -<commit>``), and prints the Markdown tables in
 docs/benchmarks.md: ratios upstream/ours for latencies, ours/upstream for
@@ -73,6 +74,25 @@ def creation(suffixes):
                 suffix.lstrip('-') or 'latest'))
 
 
+def creation_with_floor(suffixes):
+    print('| engine | providers | seconds: floor / ours / upstream | ratio (target 3x) '
+          '| best possible (upstream / floor) | CPU s ours: placeload, workers, database '
+          '| run |')
+    print('|---|---|---|---|---|---|---|')
+    for providers in (1000, 10000):
+        for engine, label in ENGINES:
+            data, suffix = _load('creation-%s-%d' % (engine, providers), suffixes)
+            if data is None:
+                continue
+            mean = data['mean']
+            floor, ours, theirs = (mean[n]['seconds'] for n in ('floor', 'ours', 'upstream'))
+            print('| %s | %d | %.1f / %.1f / %.1f | %s | %s | %.1f, %.1f, %.1f | %s |' % (
+                label, providers, floor, ours, theirs, _ratio(theirs, ours),
+                _ratio(theirs, floor), mean['ours']['placeload_cpu'],
+                mean['ours']['workers_cpu'], mean['ours']['database_cpu'],
+                suffix.lstrip('-') or 'latest'))
+
+
 CORE = (('claim allocation', 'PUT /allocations/{c}', 3),
         ('claim allocations (POST)', 'POST /allocations', 3),
         ('create provider', 'POST /resource_providers, one at a time', 3),
@@ -107,6 +127,8 @@ def main():
     candidates(suffixes)
     print('\nProvider creation under placeload (flat runs):\n')
     creation(suffixes)
+    print('\nProvider creation under placeload, interleaved with a floor (bench/creation.py):\n')
+    creation_with_floor(suffixes)
     print('\nCore calls, one at a time (1000 providers):\n')
     core_calls(suffixes)
 
