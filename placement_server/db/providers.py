@@ -65,13 +65,15 @@ _INSERT_ROOT = RP.insert().from_select(
 ).returning(RP.c.id)
 
 
-# ``take``: the compare-and-swap by uuid, returning the row where the
-# database can (MariaDB has no UPDATE ... RETURNING).
+# ``take``: the compare-and-swap by uuid, handing back the provider's id.
+# MariaDB has no UPDATE ... RETURNING: LAST_INSERT_ID(id) leaves the id in
+# the statement's answer (the driver's lastrowid) instead.
 _TAKE = (RP.update()
          .where(RP.c.uuid == sa.bindparam('provider_uuid'),
                 RP.c.generation == sa.bindparam('expected'))
          .values(generation=RP.c.generation + 1, updated_at=sa.bindparam('now')))
-_TAKE_RETURNING = _TAKE.returning(*RP.c)
+_TAKE_RETURNING = _TAKE.returning(RP.c.id)
+_TAKE_MYSQL = _TAKE.values(id=sa.func.last_insert_id(RP.c.id))
 
 
 def _check_range(expected):
@@ -86,23 +88,24 @@ def take(conn, uuid, expected, conflict=CONFLICT):
     """The first statement of a write that always bumps the generation:
     generation += 1 on the provider ``uuid`` if it is at ``expected``.
 
-    Returns the provider's row, at its new generation and locked until the
-    transaction ends (as ``get(for_update=True)`` leaves it). 404 if there
-    is no such provider, 409 concurrent_update (worded by ``conflict``) if
-    it is at another generation. One statement where ``get`` then
-    ``increment_generation`` would be two.
+    Returns {'id', 'uuid', 'generation'} (the new one); the provider's row
+    stays locked until the transaction ends, as ``get(for_update=True)``
+    leaves it. 404 if there is no such provider, 409 concurrent_update
+    (worded by ``conflict``) if it is at another generation. One
+    statement where ``get`` then ``increment_generation`` would be two.
     """
     _check_range(expected)
     params = {'provider_uuid': uuid, 'expected': expected, 'now': api.utcnow()}
     if conn.dialect.name == 'mysql':
-        row = get(conn, uuid) if conn.execute(_TAKE, params).rowcount == 1 else None
+        result = conn.execute(_TAKE_MYSQL, params)
+        provider_id = result.lastrowid if result.rowcount == 1 else None
     else:
-        row = conn.execute(_TAKE_RETURNING, params).mappings().first()
-    if row is None:
+        provider_id = conn.execute(_TAKE_RETURNING, params).scalar()
+    if provider_id is None:
         raise ConcurrentUpdate(conflict.format(
             expected=expected, actual=get(conn, uuid)['generation']))
-    changes.note(conn, [row['id']])
-    return row
+    changes.note(conn, [provider_id])
+    return {'id': provider_id, 'uuid': uuid, 'generation': expected + 1}
 
 
 def increment_generation(conn, provider_id, expected):
