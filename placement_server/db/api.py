@@ -194,7 +194,7 @@ def _engine_with_lazy_ping(url, **engine_args):
     engine_args.update(pool_pre_ping=False, pool_reset_on_return=None)
     engine = sa.create_engine(url, **engine_args)
     if engine.dialect.name == 'postgresql':
-        _send_begin_with_first_statement(engine.dialect)
+        _send_pending_with_next_statement(engine.dialect)
     event.listen(engine.pool, 'checkin', _note_idle_since)
     event.listen(engine.pool, 'checkout', _ping_after_idle)
     event.listen(engine.pool, 'reset', _rollback_if_open)
@@ -235,38 +235,41 @@ def _rollback_if_open(dbapi_conn, _record, reset_state):
 
 _MYSQL_IN_TRANSACTION = 1   # SERVER_STATUS_IN_TRANS in the OK packet
 
-# The DBAPI connections (ids) whose transaction has not begun on the
-# server yet: their next statement carries the BEGIN.
-_BEGIN_PENDING: set[int] = set()
+# SQL that a folded transaction's connection (its id) sends in front of its
+# next statement: its BEGIN, then INSERTs nothing has read yet.
+_PENDING: dict[int, str] = {}
+_BEGIN = 'BEGIN;'
 
 
-def _send_begin_with_first_statement(dialect):
+def _send_pending_with_next_statement(dialect):
     """psycopg2 sends a transaction's BEGIN as a round trip of its own; a
     ``_folded_transaction`` has its connection in autocommit and puts the
-    BEGIN in front of the first statement instead. (A method of this
-    engine's dialect: an engine event would cost every statement a
-    dispatch.)"""
-    def begins(cursor):
-        key = id(cursor.connection)
-        if key in _BEGIN_PENDING:
-            _BEGIN_PENDING.discard(key)
-            return True
-        return False
-
+    BEGIN, and any ``insert_later`` rows, in front of the next statement
+    instead. (Methods of this engine's dialect: an engine event would cost
+    every statement a dispatch.)"""
     execute, execute_no_params = dialect.do_execute, dialect.do_execute_no_params
     executemany = dialect.do_executemany
 
+    def pending(cursor, statement):
+        prefix = _PENDING.pop(id(cursor.connection), None) if _PENDING else None
+        if prefix and prefix != _BEGIN and statement.startswith('SAVEPOINT'):
+            # An error of the pending rows would be taken for one of the
+            # statement the savepoint guards, and perhaps forgiven.
+            raise RuntimeError('insert_later rows cannot be followed by a savepoint')
+        return prefix
+
     def do_execute(cursor, statement, parameters, context=None):
-        execute(cursor, 'BEGIN;' + statement if begins(cursor) else statement,
-                parameters, context)
+        prefix = pending(cursor, statement)   # holds no % (see insert_later)
+        execute(cursor, prefix + statement if prefix else statement, parameters, context)
 
     def do_execute_no_params(cursor, statement, context=None):
-        execute_no_params(cursor, 'BEGIN;' + statement if begins(cursor) else statement,
-                          context)
+        prefix = pending(cursor, statement)
+        execute_no_params(cursor, prefix + statement if prefix else statement, context)
 
     def do_executemany(cursor, statement, parameters, context=None):
-        if begins(cursor):
-            cursor.execute('BEGIN')
+        prefix = pending(cursor, statement)
+        if prefix:
+            cursor.execute(prefix)
         executemany(cursor, statement, parameters, context)
 
     dialect.do_execute = do_execute
@@ -276,30 +279,62 @@ def _send_begin_with_first_statement(dialect):
 
 @contextlib.contextmanager
 def _folded_transaction(conn):
-    """A PostgreSQL write transaction in two round trips fewer: BEGIN goes
-    with the first statement and COMMIT with the change record
-    (``changes.record(commit=True)``), the connection in autocommit so that
-    psycopg2 sends neither by itself. Nothing sent, nothing to end."""
+    """A PostgreSQL write transaction in fewer round trips: BEGIN goes with
+    the first statement, rows given to ``insert_later`` with the next one,
+    and COMMIT with the change record (``changes.record(commit=True)``);
+    the connection is in autocommit so that psycopg2 sends neither BEGIN
+    nor COMMIT by itself. Nothing sent, nothing to end."""
     dbapi_conn = conn.connection.dbapi_connection
     key = id(dbapi_conn)
     with _autocommit(conn):
-        _BEGIN_PENDING.add(key)
+        _PENDING[key] = _BEGIN
+        conn.info[_FOLDED] = True
         try:
             yield
-            if key not in _BEGIN_PENDING:
+            if _PENDING.get(key) != _BEGIN:
                 changes.record(conn, commit=True)
         except BaseException:
-            if key not in _BEGIN_PENDING and not dbapi_conn.closed:
+            if not _PENDING.get(key, '').startswith(_BEGIN) and not dbapi_conn.closed:
                 try:
                     conn.exec_driver_sql('ROLLBACK')
                 except sa.exc.DBAPIError:
                     pass   # the connection is lost: so is its transaction
             raise
         finally:
-            _BEGIN_PENDING.discard(key)
+            _PENDING.pop(key, None)
+            conn.info.pop(_FOLDED, None)
             if not dbapi_conn.closed and dbapi_conn.info.transaction_status != _PG_IDLE:
                 # Never hand the pool a connection inside a transaction.
                 conn.invalidate()
+
+
+_FOLDED = 'folded_transaction'
+_INSERT_SQL: dict = {}
+
+
+def insert_later(conn, table, rows):
+    """INSERT ``rows`` (dicts with the same keys) into ``table``. In a
+    PostgreSQL write they go in front of the transaction's next statement
+    (the change record and COMMIT, for a write's last rows): a round trip
+    saved, the order of statements kept. Elsewhere they are inserted now."""
+    if not conn.info.get(_FOLDED):
+        conn.execute(table.insert(), rows)
+        return
+    columns = tuple(rows[0])
+    template = _INSERT_SQL.get((table, columns))
+    if template is None:
+        sql = str(table.insert().inline().compile(dialect=conn.dialect, column_keys=columns))
+        head, _, values = sql.partition(' VALUES ')
+        template = _INSERT_SQL[table, columns] = (head + ' VALUES ', values)
+    dbapi_conn = conn.connection.dbapi_connection
+    with contextlib.closing(dbapi_conn.cursor()) as cursor:
+        sql = template[0] + ','.join(cursor.mogrify(template[1], row).decode() for row in rows)
+    if '%' in sql:
+        # psycopg2 would read it as a placeholder of the statement it rides on
+        conn.execute(table.insert(), rows)
+        return
+    key = id(dbapi_conn)
+    _PENDING[key] = _PENDING.get(key, '') + sql + ';'
 
 
 _PG_IDLE = 0   # psycopg2.extensions.TRANSACTION_STATUS_IDLE

@@ -59,7 +59,6 @@ _CLASSES_AND_CURRENT = sa.union_all(
     sa.select(RC.c.name, RC.c.id, INV)
     .join(RC, RC.c.id == INV.c.resource_class_id)
     .where(_MINE, RC.c.name.not_in(_WANTED)))
-_INSERT = INV.insert()
 
 
 def get_all(conn, provider_id):
@@ -133,7 +132,7 @@ def write_all(conn, provider, inventories):
         else:
             stored[rc] = current[rc]
     if new_rows:
-        conn.execute(_INSERT, new_rows)
+        api.insert_later(conn, INV, new_rows)
     return stored
 
 

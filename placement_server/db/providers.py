@@ -167,8 +167,8 @@ def replace_links(conn, column, key, provider_id, wanted, unknown):
                                          column.in_(sorted(gone))))
     if new:
         now = api.utcnow()
-        conn.execute(link.insert(), [{'resource_provider_id': provider_id, column.name: i,
-                                      'created_at': now} for i in sorted(new)])
+        api.insert_later(conn, link, [{'resource_provider_id': provider_id, column.name: i,
+                                       'created_at': now} for i in sorted(new)])
     if gone or new:
         changes.note(conn, [provider_id])
     return bool(gone or new)

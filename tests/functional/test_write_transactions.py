@@ -5,7 +5,9 @@ import psycopg2.extensions
 import pytest
 from sqlalchemy import event
 
+from placement_server.db import api as db_api
 from placement_server.db import providers
+from placement_server.db import tables
 from tests import databases
 from tests.functional import client as client_mod
 
@@ -53,11 +55,12 @@ def test_a_write_is_its_statements_with_begin_and_commit_folded_in(pg, sent):
         'resource_provider_generation': 0,
         'inventories': {'VCPU': {'total': 8}, 'MEMORY_MB': {'total': 1024}}})
     assert resp.status_int == 200, resp.body
-    # generation check and bump, classes with what the provider has,
-    # the insert, the change record: four round trips in all
-    assert len(sent) == 4, sent
+    # generation check and bump; classes with what the provider has; the
+    # insert, the change record and COMMIT: three round trips in all
+    assert len(sent) == 3, sent
     assert sent[0].startswith('BEGIN;UPDATE resource_providers')
-    assert sent[-1].startswith('WITH bump AS') and sent[-1].endswith(';COMMIT')
+    assert sent[-1].startswith('INSERT INTO inventories') and sent[-1].endswith(';COMMIT')
+    assert ';WITH bump AS' in sent[-1]
     assert not any(t.strip().upper() in ('BEGIN', 'COMMIT', 'ROLLBACK') for t in sent)
     got = api.get('/resource_providers/%s/inventories' % rp).json
     assert set(got['inventories']) == {'VCPU', 'MEMORY_MB'}
@@ -110,3 +113,34 @@ def test_a_refused_write_through_the_api_commits_nothing_and_the_next_one_works(
     body = {'resource_provider_generation': 0, 'inventories': {'VCPU': {'total': 8}}}
     assert api.put('/resource_providers/%s/inventories' % rp, body).status_int == 200
     assert api.get('/resource_providers/%s' % rp).json['generation'] == 1
+
+
+def test_rows_inserted_later_are_there_for_the_next_statement(pg, sent):
+    api = client_mod.Client(client_mod.make_app(pg))
+    rp = _provider(api)
+    del sent[:]
+    with pg.writer() as conn:
+        row = providers.take(conn, rp, 0)
+        db_api.insert_later(conn, tables.resource_provider_traits, [
+            {'resource_provider_id': row['id'], 'trait_id': 1, 'created_at': db_api.utcnow()}])
+        assert len(sent) == 1   # the rows wait for the next statement
+        linked = conn.exec_driver_sql(
+            'SELECT trait_id FROM resource_provider_traits WHERE resource_provider_id = %d'
+            % row['id']).scalars().all()
+        assert linked == [1]
+        assert sent[-1].startswith('INSERT INTO resource_provider_traits')
+
+
+def test_a_savepoint_may_not_follow_rows_inserted_later(pg):
+    api = client_mod.Client(client_mod.make_app(pg), version='latest')
+    rp = _provider(api)
+    with pytest.raises(Exception, match='savepoint') as raised:
+        with pg.writer() as conn:
+            row = providers.take(conn, rp, 0)
+            db_api.insert_later(conn, tables.resource_provider_traits, [
+                {'resource_provider_id': row['id'], 'trait_id': 1, 'created_at': db_api.utcnow()}])
+            with conn.begin_nested():
+                pass
+    # not an error a savepoint's caller forgives
+    assert not isinstance(raised.value, db_api.CONSTRAINT_VIOLATION)
+    assert api.get('/resource_providers/%s/traits' % rp).json['traits'] == []
