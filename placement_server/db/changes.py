@@ -93,7 +93,7 @@ def record(conn: sa.Connection, commit: bool = False) -> None:
         except Exception as e:
             # oslo.db wraps it (DBError): the driver's own error tells.
             cause = getattr(getattr(e, 'inner_exception', e), 'orig', None)
-            if (getattr(cause, 'pgcode', None) == _NOT_NULL_VIOLATION
+            if (cause is not None and getattr(cause, 'pgcode', None) == _NOT_NULL_VIOLATION
                     and cause.diag.table_name == 'resource_view_changes'):
                 _missing(shard)
             raise
