@@ -26,9 +26,8 @@ def _check_capacity(req, provider, inventories, action='update'):
 
 def _check_generation(provider, generation):
     if generation != provider['generation']:
-        raise providers.ConcurrentUpdate(
-            'resource provider generation conflict: expected %d, the provider '
-            'is at %d.' % (generation, provider['generation']))
+        raise providers.ConcurrentUpdate(providers.CONFLICT.format(
+            expected=generation, actual=provider['generation']))
 
 
 def _lock(conn, uuid):
