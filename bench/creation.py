@@ -51,10 +51,7 @@ class Floor(upstream.PlacementServer):
         return os.path.join(os.path.dirname(sys.executable), 'gunicorn')
 
     def start(self):
-        os.makedirs(self.workdir, exist_ok=True)
-        link = os.path.join(self.workdir, 'bench')
-        if not os.path.lexists(link):
-            os.symlink(os.path.dirname(os.path.abspath(__file__)), link)
+        harness.serve_from_this_tree(self.workdir, 'bench')
         log = open(self.log_path, 'ab')
         self.proc = subprocess.Popen(
             upstream.gunicorn_command(self.gunicorn(), self.app, self.port, self.workers),
@@ -115,7 +112,7 @@ def run_once(engine, name, providers, workers):
 
 
 def main():
-    parser = harness.side_by_side_parser(__doc__)
+    parser = harness.side_by_side_parser(__doc__, servers=SERVERS)
     parser.add_argument('--providers', type=int, default=1000)
     args = parser.parse_args()
     order = [s for s in ORDER if s in (args.server or ORDER)]

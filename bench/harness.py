@@ -44,6 +44,18 @@ ADMIN_URLS = {
 ENGINES = ('sqlite', 'postgresql', 'mysql')
 
 
+def serve_from_this_tree(workdir, package):
+    """Link this tree's ``package`` into a gunicorn's working directory.
+    gunicorn puts that directory first on sys.path: linked there, this
+    tree's code is what serves, whatever the virtualenv's editable install
+    points at (a bench run from a snapshot of a commit measures that commit
+    while the work tree moves on)."""
+    os.makedirs(workdir, exist_ok=True)
+    link = os.path.join(workdir, package)
+    if not os.path.lexists(link):
+        os.symlink(os.path.join(TOP, package), link)
+
+
 class OurPlacement(upstream.PlacementServer):
     """Our placement server, from this tree's virtualenv."""
     name = 'ours'
@@ -53,14 +65,7 @@ class OurPlacement(upstream.PlacementServer):
         return os.path.join(os.path.dirname(sys.executable), 'gunicorn')
 
     def start(self):
-        # gunicorn puts its working directory first on sys.path: linked
-        # there, this tree's code is what serves, whatever the virtualenv's
-        # editable install points at (a bench run from a snapshot of a
-        # commit measures that commit while the work tree moves on).
-        os.makedirs(self.workdir, exist_ok=True)
-        link = os.path.join(self.workdir, 'placement_server')
-        if not os.path.lexists(link):
-            os.symlink(os.path.join(TOP, 'placement_server'), link)
+        serve_from_this_tree(self.workdir, 'placement_server')
         return super().start()
 
     def sync_db(self):
@@ -220,14 +225,14 @@ def concurrently(fn, count, concurrency):
     return results, time.perf_counter() - start
 
 
-def side_by_side_parser(doc, workers=2):
+def side_by_side_parser(doc, workers=2, servers=None):
     """An argument parser with the options every side-by-side bench takes:
     --engine (repeatable), --workers (gunicorn workers per server) and
-    --server (repeatable; both when not given)."""
+    --server (repeatable; every one of ``servers`` when not given)."""
     parser = argparse.ArgumentParser(description=doc.split('\n')[0])
     parser.add_argument('--engine', action='append', choices=ENGINES)
     parser.add_argument('--workers', type=int, default=workers)
-    parser.add_argument('--server', action='append', choices=sorted(SERVERS))
+    parser.add_argument('--server', action='append', choices=sorted(servers or SERVERS))
     return parser
 
 

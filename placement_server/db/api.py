@@ -239,6 +239,11 @@ _MYSQL_IN_TRANSACTION = 1   # SERVER_STATUS_IN_TRANS in the OK packet
 # next statement: its BEGIN, then INSERTs nothing has read yet.
 _PENDING: dict[int, str] = {}
 _BEGIN = 'BEGIN;'
+# conn.info key: the connection is in a folded transaction.
+_FOLDED = 'folded_transaction'
+# insert_later's INSERT text, per table and column set.
+_INSERT_SQL: dict = {}
+_PG_IDLE = 0   # psycopg2.extensions.TRANSACTION_STATUS_IDLE
 
 
 def _send_pending_with_next_statement(dialect):
@@ -308,10 +313,6 @@ def _folded_transaction(conn):
                 conn.invalidate()
 
 
-_FOLDED = 'folded_transaction'
-_INSERT_SQL: dict = {}
-
-
 def insert_later(conn, table, rows):
     """INSERT ``rows`` (dicts with the same keys) into ``table``. In a
     PostgreSQL write they go in front of the transaction's next statement
@@ -335,9 +336,6 @@ def insert_later(conn, table, rows):
         return
     key = id(dbapi_conn)
     _PENDING[key] = _PENDING.get(key, '') + sql + ';'
-
-
-_PG_IDLE = 0   # psycopg2.extensions.TRANSACTION_STATUS_IDLE
 
 
 def create_engine(url, max_pool_size=None, max_overflow=None, pool_timeout=None,

@@ -2,8 +2,9 @@
 
 Every write to a provider's inventories, traits, aggregates or allocations
 goes through ``increment_generation`` or ``take``: an UPDATE guarded by the
-generation the writer read (or was given), so a concurrent writer makes it touch no row and the
-request fails with placement.concurrent_update instead of overwriting.
+generation the writer read (or was given), so a concurrent writer makes it
+touch no row and the request fails with placement.concurrent_update
+instead of overwriting.
 """
 import collections
 import datetime
