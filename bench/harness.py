@@ -1,7 +1,9 @@
 """Side-by-side benchmark harness: our placement server and upstream's.
 
 Both run as real gunicorn processes with the same command line (sync
-workers, same count; tests/upstream.py builds it), each on its own fresh
+workers, same count; tests/upstream.py builds it), under the worker
+placement-server runs (``WORKER``: gunicorn's sync worker, less its wait
+for each client to close), each on its own fresh
 database of the same engine (SQLite file, PostgreSQL or MariaDB database), with
 the same options. Both are up at once and a workload interleaves them
 call by call (``side_by_side``), so the noise of a shared machine weighs
@@ -56,17 +58,28 @@ def serve_from_this_tree(workdir, package):
         os.symlink(os.path.join(TOP, package), link)
 
 
-class OurPlacement(upstream.PlacementServer):
+# Every server of a benchmark runs under the worker placement-server uses
+# (this tree's, linked into each server's directory): without it each
+# sync worker sits idle until its client closes, on every request.
+WORKER = 'placement_server.cmd.gunicorn_worker.Worker'
+
+
+class UnderOurWorker:
+    """A server of a benchmark: served under ``WORKER``."""
+    worker_class = WORKER
+
+    def start(self):
+        serve_from_this_tree(self.workdir, 'placement_server')
+        return super().start()
+
+
+class OurPlacement(UnderOurWorker, upstream.PlacementServer):
     """Our placement server, from this tree's virtualenv."""
     name = 'ours'
     app = 'placement_server.wsgi_app:application'
 
     def gunicorn(self):
         return os.path.join(os.path.dirname(sys.executable), 'gunicorn')
-
-    def start(self):
-        serve_from_this_tree(self.workdir, 'placement_server')
-        return super().start()
 
     def sync_db(self):
         db = db_api.Database(self.db_url)
@@ -76,7 +89,11 @@ class OurPlacement(upstream.PlacementServer):
             db.dispose()
 
 
-SERVERS = {'ours': OurPlacement, 'upstream': upstream.UpstreamPlacement}
+class UpstreamPlacement(UnderOurWorker, upstream.UpstreamPlacement):
+    """Upstream's placement, from its side virtualenv."""
+
+
+SERVERS = {'ours': OurPlacement, 'upstream': UpstreamPlacement}
 
 
 class ScratchDatabase:

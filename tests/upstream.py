@@ -111,12 +111,16 @@ def wait_until_up(url, proc, log_path, timeout=START_TIMEOUT):
                        % (url, proc.poll(), tail))
 
 
-def gunicorn_command(gunicorn, app, port, workers):
+def gunicorn_command(gunicorn, app, port, workers, worker_class=None):
     """The one gunicorn command line both servers run under (benchmarks
     compare like with like): sync workers on loopback, no control socket
-    (several servers share this machine)."""
-    return [gunicorn, '--no-control-socket', '--bind', '127.0.0.1:%d' % port,
-            '--workers', str(workers), app]
+    (several servers share this machine); gunicorn's own sync worker
+    unless ``worker_class`` names another."""
+    command = [gunicorn, '--no-control-socket', '--bind', '127.0.0.1:%d' % port,
+               '--workers', str(workers)]
+    if worker_class:
+        command += ['--worker-class', worker_class]
+    return command + [app]
 
 
 def write_config(path, db_url, options=None):
@@ -152,6 +156,7 @@ class PlacementServer:
     """
     name = None
     app = None
+    worker_class = None
 
     def __init__(self, db_url, workdir, workers=1, port=None, options=None):
         self.db_url = db_url
@@ -176,7 +181,8 @@ class PlacementServer:
         self.sync_db()
         log = open(self.log_path, 'ab')
         self.proc = subprocess.Popen(
-            gunicorn_command(self.gunicorn(), self.app, self.port, self.workers),
+            gunicorn_command(self.gunicorn(), self.app, self.port, self.workers,
+                             self.worker_class),
             env=clean_env(OS_PLACEMENT_CONFIG_DIR=self.workdir),
             cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT)
         log.close()

@@ -1,6 +1,10 @@
 """The benchmark workloads, tiny, on both servers: they run, and ours
 answers them exactly as upstream does (same statuses, same counts)."""
+import socket
+import time
+
 import pytest
+import requests
 
 from bench import allocation_candidates
 from bench import core_calls
@@ -46,3 +50,21 @@ def test_worker_memory_runs(shape):
     assert result['unlimited']['items'] > 0
     for phase in ('list', 'limit 1000', 'unlimited'):
         assert result[phase]['peak_mib'] >= result['up']['rss_mib'] > 10
+
+
+@pytest.mark.parametrize('name', ['ours', 'upstream', 'floor'])
+def test_every_server_of_the_creation_bench_runs_under_the_same_worker(tmp_path, name):
+    from bench import creation
+    with harness.ScratchDatabase('sqlite', str(tmp_path), name) as db, \
+            creation.SERVERS[name](db.url, str(tmp_path / name), workers=1) as server:
+        assert server.proc.args[server.proc.args.index('--worker-class') + 1] == harness.WORKER
+        # and it is that worker which serves: one client that keeps its
+        # socket open after its answer does not hold the only worker
+        with socket.create_connection(('127.0.0.1', server.port), timeout=10) as sock:
+            sock.sendall(b'GET / HTTP/1.1\r\nHost: x\r\n\r\n')
+            while sock.recv(65536):
+                pass
+            started = time.monotonic()
+            assert requests.get(server.url + '/', timeout=10).status_code == 200
+            assert time.monotonic() - started < 1.0
+        creation._placeload(server.url, 3, 2)

@@ -1,4 +1,5 @@
 """placement-server as a real process: start, serve, log, scrape, stop."""
+import json
 import os
 import re
 import socket
@@ -74,6 +75,53 @@ def test_every_response_closes_the_connection(placement_servers, tmp_path):
         for _ in range(5):
             assert session.get(server.url + '/resource_providers', headers=ADMIN,
                                timeout=10).status_code == 200
+
+
+def _read_response(sock):
+    data = b''
+    while b'\r\n\r\n' not in data:
+        data += sock.recv(65536)
+    head, _, body = data.partition(b'\r\n\r\n')
+    length = int(re.search(rb'(?im)^content-length: *(\d+)', head).group(1))
+    while len(body) < length:
+        chunk = sock.recv(65536)
+        assert chunk, 'the connection ended inside the response'
+        body += chunk
+    return head, body
+
+
+def test_the_worker_is_free_once_the_response_is_sent(placement_servers, tmp_path):
+    # A client that reads its answer and keeps the socket open must not
+    # hold the one worker: the next client is served at once (gunicorn's
+    # own sync worker would wait up to 2 s for the first to close).
+    server, = placement_servers(_sqlite(tmp_path), workers=1)
+    with socket.create_connection(('127.0.0.1', server.port), timeout=10) as lingering:
+        lingering.sendall(b'GET / HTTP/1.1\r\nHost: x\r\n\r\n')
+        head, _ = _read_response(lingering)
+        assert head.startswith(b'HTTP/1.1 200')
+        started = time.monotonic()
+        resp = requests.get(server.url + '/resource_providers', headers=ADMIN, timeout=10)
+        waited = time.monotonic() - started
+        assert resp.status_code == 200
+        assert waited < 1.0, waited
+        assert lingering.recv(1) == b''     # and the first one was closed
+
+
+def test_a_body_left_unread_is_drained_not_reset(placement_servers, tmp_path):
+    # Refused before its body was read, a request's body may still be on
+    # its way: the worker takes gunicorn's way and drains it. Closed at
+    # once instead, the connection would be reset as the body arrives (and
+    # a client slower than this one could lose the answer with it).
+    server, = placement_servers(_sqlite(tmp_path), workers=1)
+    with socket.create_connection(('127.0.0.1', server.port), timeout=10) as sock:
+        sock.sendall(b'PUT /nowhere HTTP/1.1\r\nHost: x\r\nX-Auth-Token: admin\r\n'
+                     b'Content-Type: application/json\r\nContent-Length: 4\r\n\r\n')
+        head, body = _read_response(sock)
+        assert head.startswith(b'HTTP/1.1 404')
+        assert json.loads(body)['errors'][0]['status'] == 404
+        for part in (b'{', b'}', b'  '):    # a reset would fail the later sends
+            time.sleep(0.2)
+            sock.sendall(part)
 
 
 def test_one_log_line_per_request_with_the_global_request_id(placement_servers, tmp_path):
