@@ -41,6 +41,7 @@ from sqlalchemy import events as sa_events
 
 from placement_server import errors
 from placement_server.db import changes
+from placement_server.db import prepared as prepared_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -250,8 +251,9 @@ def _send_pending_with_next_statement(dialect):
     """psycopg2 sends a transaction's BEGIN as a round trip of its own; a
     ``_folded_transaction`` has its connection in autocommit and puts the
     BEGIN, and any ``insert_later`` rows, in front of the next statement
-    instead. (Methods of this engine's dialect: an engine event would cost
-    every statement a dispatch.)"""
+    instead. A statement marked ``prepared`` runs as a prepared statement.
+    (Methods of this engine's dialect: an engine event would cost every
+    statement a dispatch.)"""
     execute, execute_no_params = dialect.do_execute, dialect.do_execute_no_params
     executemany = dialect.do_executemany
 
@@ -265,7 +267,20 @@ def _send_pending_with_next_statement(dialect):
 
     def do_execute(cursor, statement, parameters, context=None):
         prefix = pending(cursor, statement)   # holds no % (see insert_later)
-        execute(cursor, prefix + statement if prefix else statement, parameters, context)
+        options = context.execution_options if context is not None else {}
+        if not options.get(prepared_mod.PREPARE):
+            execute(cursor, prefix + statement if prefix else statement, parameters, context)
+            return
+        info = context.root_connection.info
+        text, new_name = prepared_mod.as_prepared(info, statement)
+        try:
+            execute(cursor, (prefix or '') + text + options.get(prepared_mod.THEN, ''),
+                    parameters, context)
+        except dialect.loaded_dbapi.Error as e:
+            prepared_mod.failed(info, e)
+            raise
+        if new_name is not None:
+            prepared_mod.ran(info, statement, new_name)
 
     def do_execute_no_params(cursor, statement, context=None):
         prefix = pending(cursor, statement)

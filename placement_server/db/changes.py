@@ -33,6 +33,7 @@ from typing import NoReturn
 import sqlalchemy as sa
 
 from placement_server.db import tables
+from placement_server.db.prepared import prepared
 
 SHARDS = 8
 # Change rows kept per counter: a worker idle for longer than this many
@@ -46,6 +47,13 @@ NAMES = 0
 
 COUNTERS = tables.resource_view_counters
 CHANGES = tables.resource_view_changes
+
+# PostgreSQL's record: the bump and the change rows in one statement.
+_RECORD = sa.text(
+    'WITH bump AS (UPDATE resource_view_counters SET seq = seq + 1 '
+    'WHERE shard = :shard RETURNING seq) '
+    'INSERT INTO resource_view_changes (shard, seq, provider_id) '
+    'SELECT :shard, (SELECT seq FROM bump), p FROM unnest(CAST(:ids AS integer[])) AS p')
 
 
 def note(conn: sa.Connection, provider_ids: Iterable[int]) -> None:
@@ -72,24 +80,17 @@ def record(conn: sa.Connection, commit: bool = False) -> None:
             conn.exec_driver_sql('COMMIT')
         return
     shard = min(changed) % SHARDS
-    ids = ','.join('%d' % i for i in sorted(changed))
     dialect = conn.dialect.name
     if dialect == 'postgresql':
-        # One round trip: bump and insert in one statement, with the
-        # pruning when due and the COMMIT. A missing counter row makes seq
-        # NULL, which the key refuses.
-        statements = [
-            'WITH bump AS (UPDATE resource_view_counters SET seq = seq + 1 '
-            'WHERE shard = %d RETURNING seq) '
-            'INSERT INTO resource_view_changes (shard, seq, provider_id) '
-            "SELECT %d, (SELECT seq FROM bump), p FROM unnest('{%s}'::integer[]) AS p"
-            % (shard, shard, ids)]
-        if prune_due():
-            statements += _pruning(shard)
+        # One round trip: bump and insert in one prepared statement, with
+        # the pruning when due and the COMMIT after it. A missing counter
+        # row makes seq NULL, which the key refuses.
+        then = _pruning(shard) if prune_due() else []
         if commit:
-            statements.append('COMMIT')
+            then.append('COMMIT')
         try:
-            conn.exec_driver_sql(';'.join(statements))
+            conn.execute(prepared(_RECORD, then=then),
+                         {'shard': shard, 'ids': sorted(changed)})
         except Exception as e:
             # oslo.db wraps it (DBError): the driver's own error tells.
             cause = getattr(getattr(e, 'inner_exception', e), 'orig', None)
@@ -115,7 +116,7 @@ def record(conn: sa.Connection, commit: bool = False) -> None:
         seq = '%d' % number
     conn.exec_driver_sql(
         'INSERT INTO resource_view_changes (shard, seq, provider_id) VALUES %s'
-        % ','.join('(%d, %s, %s)' % (shard, seq, i) for i in ids.split(',')))
+        % ','.join('(%d, %s, %d)' % (shard, seq, i) for i in sorted(changed)))
     if prune_due():
         prune(conn, shard)
 

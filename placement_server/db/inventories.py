@@ -13,6 +13,7 @@ from placement_server.db import api
 from placement_server.db import providers
 from placement_server.db import resource_classes
 from placement_server.db import tables
+from placement_server.db.prepared import prepared
 
 INV = tables.inventories
 RC = tables.resource_classes
@@ -52,13 +53,13 @@ _GET_ALL = (sa.select(RC.c.name.label('resource_class'), INV)
 # For a replace, in one statement: each wanted class (its id, and the
 # provider's inventory of it if any), then the inventories not wanted.
 _WANTED = sa.bindparam('names', expanding=True)
-_CLASSES_AND_CURRENT = sa.union_all(
+_CLASSES_AND_CURRENT = prepared(sa.union_all(
     sa.select(RC.c.name.label('resource_class'), RC.c.id.label('class_id'), INV)
     .select_from(RC.outerjoin(INV, sa.and_(INV.c.resource_class_id == RC.c.id, _MINE)))
     .where(RC.c.name.in_(_WANTED)),
     sa.select(RC.c.name, RC.c.id, INV)
     .join(RC, RC.c.id == INV.c.resource_class_id)
-    .where(_MINE, RC.c.name.not_in(_WANTED)))
+    .where(_MINE, RC.c.name.not_in(_WANTED))))
 
 
 def get_all(conn, provider_id):

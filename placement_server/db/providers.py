@@ -15,6 +15,7 @@ from placement_server import errors
 from placement_server.db import api
 from placement_server.db import changes
 from placement_server.db import tables
+from placement_server.db.prepared import prepared
 
 RP = tables.resource_providers
 
@@ -23,7 +24,7 @@ class ConcurrentUpdate(errors.Conflict):
     code = errors.CONCURRENT_UPDATE
 
 
-_GET = sa.select(RP).where(RP.c.uuid == sa.bindparam('uuid'))
+_GET = prepared(sa.select(RP).where(RP.c.uuid == sa.bindparam('uuid')))
 _GET_FOR_UPDATE = _GET.with_for_update()
 
 
@@ -58,12 +59,13 @@ _SET_ROOT = (RP.update().where(RP.c.id == sa.bindparam('provider_id'))
 # statement's end). Elsewhere the id is known only after the insert.
 _NEW_ID = sa.select(sa.func.nextval(sa.func.pg_get_serial_sequence(
     'resource_providers', 'id')).label('id')).subquery('new_id')
-_INSERT_ROOT = RP.insert().from_select(
+# (Cast: a prepared statement needs the parameters' types up front.)
+_INSERT_ROOT = prepared(RP.insert().from_select(
     ['id', 'uuid', 'name', 'generation', 'created_at', 'root_provider_id'],
-    sa.select(_NEW_ID.c.id, sa.bindparam('uuid', type_=sa.String),
-              sa.bindparam('name', type_=sa.String), sa.literal(0),
-              sa.bindparam('created_at', type_=sa.DateTime), _NEW_ID.c.id)
-).returning(RP.c.id)
+    sa.select(_NEW_ID.c.id, sa.cast(sa.bindparam('uuid'), RP.c.uuid.type),
+              sa.cast(sa.bindparam('name'), RP.c.name.type), sa.literal_column('0'),
+              sa.cast(sa.bindparam('created_at'), RP.c.created_at.type), _NEW_ID.c.id)
+).returning(RP.c.id))
 
 
 # ``take``: the compare-and-swap by uuid, handing back the provider's id.
@@ -73,7 +75,7 @@ _TAKE = (RP.update()
          .where(RP.c.uuid == sa.bindparam('provider_uuid'),
                 RP.c.generation == sa.bindparam('expected'))
          .values(generation=RP.c.generation + 1, updated_at=sa.bindparam('now')))
-_TAKE_RETURNING = _TAKE.returning(RP.c.id)
+_TAKE_RETURNING = prepared(_TAKE.returning(RP.c.id))
 _TAKE_MYSQL = _TAKE.values(id=sa.func.last_insert_id(RP.c.id))
 
 
@@ -150,7 +152,7 @@ def replace_links(conn, column, key, provider_id, wanted, unknown):
     raises). Returns whether anything changed."""
     query = _LINKS.get(column)
     if query is None:
-        query = _LINKS[column] = _links_query(column, key)
+        query = _LINKS[column] = prepared(_links_query(column, key))
     ids, have = {}, set()
     for k, i, linked in conn.execute(query, {'provider_id': provider_id,
                                              'wanted': sorted(wanted)}):

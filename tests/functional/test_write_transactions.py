@@ -1,6 +1,8 @@
 """PostgreSQL write transactions: BEGIN rides on the first statement and
 COMMIT on the change record (``db.api._folded_transaction``), and every
 way out of a write leaves the pooled connection outside a transaction."""
+import re
+
 import psycopg2.extensions
 import pytest
 from sqlalchemy import event
@@ -58,9 +60,11 @@ def test_a_write_is_its_statements_with_begin_and_commit_folded_in(pg, sent):
     # generation check and bump; classes with what the provider has; the
     # insert, the change record and COMMIT: three round trips in all
     assert len(sent) == 3, sent
-    assert sent[0].startswith('BEGIN;UPDATE resource_providers')
+    assert re.match(r'BEGIN;(PREPARE placement_\d+ AS UPDATE resource_providers|'
+                    r'EXECUTE placement_\d+)', sent[0]), sent[0]
     assert sent[-1].startswith('INSERT INTO inventories') and sent[-1].endswith(';COMMIT')
-    assert ';WITH bump AS' in sent[-1]
+    assert re.search(r';(PREPARE placement_\d+ AS WITH bump AS|EXECUTE placement_\d+)',
+                     sent[-1]), sent[-1]
     assert not any(t.strip().upper() in ('BEGIN', 'COMMIT', 'ROLLBACK') for t in sent)
     got = api.get('/resource_providers/%s/inventories' % rp).json
     assert set(got['inventories']) == {'VCPU', 'MEMORY_MB'}
@@ -144,3 +148,45 @@ def test_a_savepoint_may_not_follow_rows_inserted_later(pg):
     # not an error a savepoint's caller forgives
     assert not isinstance(raised.value, db_api.CONSTRAINT_VIOLATION)
     assert api.get('/resource_providers/%s/traits' % rp).json['traits'] == []
+
+
+def _set_inventory(api, rp, generation=0):
+    resp = api.put('/resource_providers/%s/inventories' % rp, {
+        'resource_provider_generation': generation, 'inventories': {'VCPU': {'total': 8}}})
+    assert resp.status_int == 200, resp.body
+
+
+def test_a_writes_statements_are_planned_once_per_connection(pg, sent):
+    api = client_mod.Client(client_mod.make_app(pg))
+    first, second = _provider(api), client_mod.make_provider(api, 'cn2')
+    pg.engine.pool.dispose()    # a new connection: nothing prepared on it
+    del sent[:]
+    _set_inventory(api, first)
+    prepared = [t for t in sent if 'PREPARE placement_' in t]
+    # the generation check, the read of classes and inventory, the record
+    assert len(prepared) == 3, sent
+    del sent[:]
+    _set_inventory(api, second)
+    assert len(sent) == 3, sent
+    assert not any('PREPARE' in t for t in sent), sent
+    assert sum(t.count('EXECUTE placement_') for t in sent) == 3, sent
+    got = api.get('/resource_providers/%s/inventories' % second).json
+    assert got['inventories']['VCPU']['total'] == 8
+    assert got['resource_provider_generation'] == 1
+
+
+def test_a_new_connection_plans_again(pg, sent):
+    # What a connection has prepared dies with it: after the pool
+    # reconnects, an EXECUTE of a name the server never saw would fail.
+    api = client_mod.Client(client_mod.make_app(pg))
+    rp = _provider(api)
+    pg.engine.pool.dispose()
+    _set_inventory(api, rp)     # on the pool's one connection, now prepared
+    raw = pg.engine.raw_connection()
+    raw.invalidate()            # as after a lost connection: the pool reconnects
+    raw.close()
+    del sent[:]
+    resp = api.put('/resource_providers/%s/traits' % rp, {
+        'resource_provider_generation': 1, 'traits': ['HW_CPU_X86_AVX2']}, version='1.6')
+    assert resp.status_int == 200, resp.body
+    assert any('PREPARE placement_' in t for t in sent), sent
