@@ -142,7 +142,9 @@ class PlacementApp:
                              'max_version': str(microversion.MAX_VERSION)}
                 raise err
             environ['placement.microversion'] = version
-            resp = webob.Request(environ).get_response(self.app)
+            # The handlers answer whole bodies: anything that goes wrong is
+            # raised before the answer starts.
+            return self.app(environ, _with_headers(start_response, request_id, version))
         except errors.PlacementError as err:
             resp = _error_response(err, request_id, version, environ.get('HTTP_ACCEPT'))
         except Exception:
@@ -152,11 +154,22 @@ class PlacementApp:
                                         'server log has the details.')
             err.status = 500
             resp = _error_response(err, request_id, version, environ.get('HTTP_ACCEPT'))
-        resp.headers['x-openstack-request-id'] = request_id
-        if version is not None:
-            resp.headers['OpenStack-API-Version'] = microversion.response_header(version)
-        resp.headers['Vary'] = microversion.HEADER.lower()   # as upstream writes it
-        return resp(environ, start_response)
+        return resp(environ, _with_headers(start_response, request_id, version))
+
+
+def _with_headers(start_response, request_id, version):
+    """``start_response`` adding what every answer carries: the request id,
+    the version served (once negotiated) and Vary on the version header."""
+    ours = [('x-openstack-request-id', request_id)]
+    if version is not None:
+        ours.append(('OpenStack-API-Version', microversion.response_header(version)))
+    ours.append(('Vary', microversion.HEADER.lower()))   # as upstream writes it
+    replaced = {name.lower() for name, _ in ours}
+
+    def start(status, headers, exc_info=None):
+        headers = [h for h in headers if h[0].lower() not in replaced] + ours
+        return start_response(status, headers, exc_info)
+    return start
 
 
 def make_app(conf, db):

@@ -49,10 +49,12 @@ def set_for_provider(conn, uuid, aggregate_uuids, generation=None):
     does); without it (before 1.19) the generation is left alone.
     Returns the provider's generation after the write.
     """
+    wanted, unknown = set(aggregate_uuids), lambda new: ensure(conn, new)
     if generation is None:
         row = providers.get(conn, uuid, for_update=True)
+        providers.replace_links(conn, RPA.c.aggregate_id, AGG.c.uuid, row['id'], wanted,
+                                unknown)
     else:
-        row = providers.take(conn, uuid, generation)
-    providers.replace_links(conn, RPA.c.aggregate_id, AGG.c.uuid, row['id'],
-                            set(aggregate_uuids), lambda new: ensure(conn, new))
+        row, _ = providers.take_and_replace_links(conn, uuid, generation, RPA.c.aggregate_id,
+                                                  AGG.c.uuid, wanted, unknown)
     return row['generation']

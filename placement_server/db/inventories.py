@@ -95,16 +95,26 @@ def _values(inv):
     return dict({f: inv[f] for f in FIELDS}, allocation_ratio=float(inv['allocation_ratio']))
 
 
-def write_all(conn, provider, inventories):
+def take_with_current(conn, uuid, generation, inventories):
+    """``providers.take``, and what ``write_all`` compares ``inventories``
+    with (PostgreSQL: in the same round trip): (provider, current)."""
+    return providers.take_and_read(conn, uuid, generation, _CLASSES_AND_CURRENT,
+                                   {'names': sorted(inventories)})
+
+
+def write_all(conn, provider, inventories, current=None):
     """Make ``inventories`` ({rc: fields}) the provider's whole inventory,
     leaving its generation to the caller; returns {rc: row} as stored.
+    ``current``: what ``take_with_current`` read, if it did.
 
     Classes left out are removed (409 placement.inventory.inuse if they are
     allocated); a total lowered below what is allocated is accepted.
     """
-    class_ids, current = {}, {}
-    for row in conn.execute(_CLASSES_AND_CURRENT, {
-            'provider_id': provider['id'], 'names': sorted(inventories)}).mappings():
+    if current is None:
+        current = conn.execute(_CLASSES_AND_CURRENT, {
+            'provider_id': provider['id'], 'names': sorted(inventories)}).mappings()
+    rows, class_ids, current = current, {}, {}
+    for row in rows:
         class_ids[row['resource_class']] = row['class_id']
         if row['id'] is not None:
             current[row['resource_class']] = row

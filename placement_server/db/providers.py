@@ -10,6 +10,7 @@ import collections
 import datetime
 
 import sqlalchemy as sa
+from sqlalchemy.sql import visitors
 
 from placement_server import errors
 from placement_server.db import api
@@ -111,6 +112,51 @@ def take(conn, uuid, expected, conflict=CONFLICT):
     return {'id': provider_id, 'uuid': uuid, 'generation': expected + 1}
 
 
+def _taken_and_read(read):
+    """PostgreSQL: ``take``'s UPDATE as a CTE and ``read`` joined to it
+    laterally, its ``provider_id`` parameter standing for the row taken:
+    one statement, no row at all when nothing was taken. (The read sees
+    the tables as they were before the UPDATE, which changes none of
+    what it reads.)"""
+    taken = _TAKE.returning(RP.c.id.label('taken_id')).cte('taken')
+
+    def swap(element):
+        if isinstance(element, sa.BindParameter) and element.key == 'provider_id':
+            return taken.c.taken_id
+        return None
+    rows = visitors.replacement_traverse(read, {}, swap).subquery('read').lateral()
+    return prepared(sa.select(taken.c.taken_id, rows)
+                    .select_from(taken.outerjoin(rows, sa.true())))
+
+
+_TAKEN_AND_READ: dict = {}
+
+
+def take_and_read(conn, uuid, expected, read, params, conflict=CONFLICT):
+    """``take``, and ``read`` (a SELECT whose ``provider_id`` parameter is
+    the provider's id, whose first column is never NULL) for the provider
+    taken, with ``params``: (the provider as ``take`` gives it, the read's
+    rows as mappings). On PostgreSQL one statement, one round trip."""
+    if conn.dialect.name != 'postgresql':
+        provider = take(conn, uuid, expected, conflict)
+        return provider, conn.execute(read, dict(params, provider_id=provider['id'])
+                                      ).mappings().all()
+    _check_range(expected)
+    statement = _TAKEN_AND_READ.get(read)
+    if statement is None:
+        statement = _TAKEN_AND_READ[read] = _taken_and_read(read)
+    rows = conn.execute(statement, dict(params, provider_uuid=uuid, expected=expected,
+                                        now=api.utcnow())).mappings().all()
+    if not rows:
+        raise ConcurrentUpdate(conflict.format(
+            expected=expected, actual=get(conn, uuid)['generation']))
+    provider_id = rows[0]['taken_id']
+    changes.note(conn, [provider_id])
+    first = read.selected_columns[0].key
+    return ({'id': provider_id, 'uuid': uuid, 'generation': expected + 1},
+            [row for row in rows if row[first] is not None])
+
+
 def increment_generation(conn, provider_id, expected):
     """generation += 1 if it is still ``expected``; else 409 concurrent_update.
 
@@ -134,14 +180,23 @@ def _links_query(column, key):
     link, names = column.table, key.table
     mine = link.c.resource_provider_id == sa.bindparam('provider_id')
     wanted = sa.bindparam('wanted', expanding=True)
-    return sa.union_all(
-        sa.select(key, names.c.id, sa.exists().where(mine, column == names.c.id))
+    return prepared(sa.union_all(
+        sa.select(key.label('key'), names.c.id.label('id'),
+                  sa.exists().where(mine, column == names.c.id)
+                  .correlate_except(link).label('linked'))
         .where(key.in_(wanted)),
         sa.select(key, names.c.id, sa.true())
-        .join(link, column == names.c.id).where(mine, key.not_in(wanted)))
+        .join(link, column == names.c.id).where(mine, key.not_in(wanted))))
 
 
-_LINKS = {}
+_LINKS: dict = {}
+
+
+def _links(column, key):
+    query = _LINKS.get(column)
+    if query is None:
+        query = _LINKS[column] = _links_query(column, key)
+    return query
 
 
 def replace_links(conn, column, key, provider_id, wanted, unknown):
@@ -150,16 +205,28 @@ def replace_links(conn, column, key, provider_id, wanted, unknown):
     names, aggregate uuids: ``key`` is that column of the named table).
     ``unknown(keys)`` gives {key: id} for wanted keys not stored yet (or
     raises). Returns whether anything changed."""
-    query = _LINKS.get(column)
-    if query is None:
-        query = _LINKS[column] = prepared(_links_query(column, key))
+    rows = conn.execute(_links(column, key), {'provider_id': provider_id,
+                                              'wanted': sorted(wanted)}).mappings()
+    return _replace_links(conn, column, provider_id, wanted, unknown, rows)
+
+
+def take_and_replace_links(conn, uuid, expected, column, key, wanted, unknown,
+                           conflict=CONFLICT):
+    """``take`` and ``replace_links`` (PostgreSQL: the take and the read in
+    one round trip); returns (the provider as ``take`` gives it, whether
+    the links changed)."""
+    provider, rows = take_and_read(conn, uuid, expected, _links(column, key),
+                                   {'wanted': sorted(wanted)}, conflict)
+    return provider, _replace_links(conn, column, provider['id'], wanted, unknown, rows)
+
+
+def _replace_links(conn, column, provider_id, wanted, unknown, rows):
     ids, have = {}, set()
-    for k, i, linked in conn.execute(query, {'provider_id': provider_id,
-                                             'wanted': sorted(wanted)}):
-        if k in wanted:
-            ids[k] = i
-        if linked:
-            have.add(i)
+    for row in rows:
+        if row['key'] in wanted:
+            ids[row['key']] = row['id']
+        if row['linked']:
+            have.add(row['id'])
     if len(ids) < len(wanted):
         ids.update(unknown(wanted - set(ids)))
     want = set(ids.values())

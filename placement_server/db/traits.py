@@ -93,9 +93,10 @@ def set_for_provider(conn, uuid, names, generation):
     changes. Returns the provider's generation after the write; raises
     Unchanged when there was nothing to write.
     """
-    row = providers.take(conn, uuid, generation, providers.CHANGED)
-    if not providers.replace_links(conn, RPT.c.trait_id, TRAITS.c.name, row['id'],
-                                   set(names), _refuse_unknown):
+    row, changed = providers.take_and_replace_links(
+        conn, uuid, generation, RPT.c.trait_id, TRAITS.c.name, set(names), _refuse_unknown,
+        providers.CHANGED)
+    if not changed:
         raise Unchanged(generation)
     return row['generation']
 

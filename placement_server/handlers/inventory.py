@@ -69,11 +69,12 @@ def set_inventories(req, uuid):
     data = util.extract_json(req, schema.PUT_ALL)
     inventories = {rc: _with_defaults(rec) for rc, rec in data['inventories'].items()}
     with req.db.writer() as conn:
-        provider = providers.take(conn, uuid, data['resource_provider_generation'])
+        provider, current = db.take_with_current(
+            conn, uuid, data['resource_provider_generation'], inventories)
         _check_capacity(req, provider, inventories)
         with errors.worded(errors.ResourceClassNotFound, 'Unknown resource class in '
                            'inventory for resource provider %s: ' % provider['uuid']):
-            rows = db.write_all(conn, provider, inventories)
+            rows = db.write_all(conn, provider, inventories, current)
     # The body is what was just written: no need to read it back.
     return _send_all(req, provider['generation'], dict(sorted(rows.items())))
 
