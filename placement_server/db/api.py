@@ -196,10 +196,24 @@ def _engine_with_lazy_ping(url, **engine_args):
     engine = sa.create_engine(url, **engine_args)
     if engine.dialect.name == 'postgresql':
         _send_pending_with_next_statement(engine.dialect)
+    elif _folds_the_record(engine):
+        event.listen(engine, 'do_connect', _allow_several_statements)
+        _send_pending_with_the_record(engine.dialect)
     event.listen(engine.pool, 'checkin', _note_idle_since)
     event.listen(engine.pool, 'checkout', _ping_after_idle)
     event.listen(engine.pool, 'reset', _rollback_if_open)
     return engine, engine
+
+
+def _folds_the_record(engine):
+    return engine.dialect.name == 'mysql' and engine.dialect.driver == 'pymysql'
+
+
+def _allow_several_statements(_dialect, _record, _cargs, cparams):
+    # Only the change record sends several, all of them ours (no client
+    # value is ever part of a statement's text: they are bound or quoted).
+    from pymysql.constants import CLIENT
+    cparams['client_flag'] = cparams.get('client_flag', 0) | CLIENT.MULTI_STATEMENTS
 
 
 def _note_idle_since(_dbapi_conn, record):
@@ -247,6 +261,16 @@ _INSERT_SQL: dict = {}
 _PG_IDLE = 0   # psycopg2.extensions.TRANSACTION_STATUS_IDLE
 
 
+def _pending(cursor, statement):
+    """What the connection must send before ``statement`` (``_PENDING``)."""
+    prefix = _PENDING.pop(id(cursor.connection), None) if _PENDING else None
+    if prefix and prefix != _BEGIN and statement.startswith('SAVEPOINT'):
+        # An error of the pending rows would be taken for one of the
+        # statement the savepoint guards, and perhaps forgiven.
+        raise RuntimeError('insert_later rows cannot be followed by a savepoint')
+    return prefix
+
+
 def _send_pending_with_next_statement(dialect):
     """psycopg2 sends a transaction's BEGIN as a round trip of its own; a
     ``_folded_transaction`` has its connection in autocommit and puts the
@@ -256,14 +280,7 @@ def _send_pending_with_next_statement(dialect):
     statement a dispatch.)"""
     execute, execute_no_params = dialect.do_execute, dialect.do_execute_no_params
     executemany = dialect.do_executemany
-
-    def pending(cursor, statement):
-        prefix = _PENDING.pop(id(cursor.connection), None) if _PENDING else None
-        if prefix and prefix != _BEGIN and statement.startswith('SAVEPOINT'):
-            # An error of the pending rows would be taken for one of the
-            # statement the savepoint guards, and perhaps forgiven.
-            raise RuntimeError('insert_later rows cannot be followed by a savepoint')
-        return prefix
+    pending = _pending
 
     def do_execute(cursor, statement, parameters, context=None):
         prefix = pending(cursor, statement)   # holds no % (see insert_later)
@@ -297,6 +314,57 @@ def _send_pending_with_next_statement(dialect):
     dialect.do_executemany = do_executemany
 
 
+def _send_pending_with_the_record(dialect):
+    """MySQL/MariaDB (PyMySQL, its connections allowing several statements
+    per round trip): ``insert_later`` rows wait for the change record,
+    which carries them and the COMMIT in one round trip (``RECORD``);
+    before any other statement they go in a round trip of their own. The
+    record's later statements are read here, so their errors surface as
+    the statement's own (oslo.db's filters name them), and its COMMIT
+    spares the transaction's own."""
+    execute, execute_no_params = dialect.do_execute, dialect.do_execute_no_params
+    commit = dialect.do_commit
+
+    def send_alone(cursor, statements):
+        execute_no_params(cursor, statements, None)
+        while cursor.nextset():
+            pass
+
+    def do_execute(cursor, statement, parameters, context=None):
+        prefix = _pending(cursor, statement)
+        if prefix:
+            send_alone(cursor, prefix)
+        execute(cursor, statement, parameters, context)
+
+    def do_execute_no_params(cursor, statement, context=None):
+        prefix = _pending(cursor, statement)
+        record = context is not None and context.execution_options.get(changes.RECORD)
+        if prefix and not record:
+            send_alone(cursor, prefix)
+            prefix = None
+        execute_no_params(cursor, prefix + statement if prefix else statement, context)
+        if record:
+            while cursor.nextset():
+                pass
+            _COMMITTED.add(id(cursor.connection))
+
+    def do_commit(connection):
+        # (SQLAlchemy hands over the pool's proxy of the DBAPI connection)
+        key = id(getattr(connection, 'dbapi_connection', connection))
+        if key in _COMMITTED:
+            _COMMITTED.discard(key)
+            return
+        commit(connection)
+
+    dialect.do_execute = do_execute
+    dialect.do_execute_no_params = do_execute_no_params
+    dialect.do_commit = do_commit
+
+
+# MySQL connections (their ids) whose transaction the record committed.
+_COMMITTED: set[int] = set()
+
+
 @contextlib.contextmanager
 def _folded_transaction(conn):
     """A PostgreSQL write transaction in fewer round trips: BEGIN goes with
@@ -328,11 +396,28 @@ def _folded_transaction(conn):
                 conn.invalidate()
 
 
+@contextlib.contextmanager
+def _folded_record(conn):
+    """A MySQL write transaction whose last round trip carries its
+    ``insert_later`` rows, its change record and its COMMIT
+    (``changes.record(commit=True)``, see ``_send_pending_with_the_record``)."""
+    key = id(conn.connection.dbapi_connection)
+    conn.info[_FOLDED] = True
+    try:
+        yield
+    finally:
+        _PENDING.pop(key, None)
+        _COMMITTED.discard(key)
+        conn.info.pop(_FOLDED, None)
+
+
 def insert_later(conn, table, rows):
     """INSERT ``rows`` (dicts with the same keys) into ``table``. In a
-    PostgreSQL write they go in front of the transaction's next statement
-    (the change record and COMMIT, for a write's last rows): a round trip
-    saved, the order of statements kept. Elsewhere they are inserted now."""
+    PostgreSQL write they go in front of the transaction's next statement,
+    in a MySQL one in front of the change record or in a round trip of
+    their own before any other statement: for a write's last rows, with
+    the record and COMMIT, a round trip saved; the order of statements
+    kept. On SQLite they are inserted now."""
     if not conn.info.get(_FOLDED):
         conn.execute(table.insert(), rows)
         return
@@ -344,13 +429,17 @@ def insert_later(conn, table, rows):
         template = _INSERT_SQL[table, columns] = (head + ' VALUES ', values)
     dbapi_conn = conn.connection.dbapi_connection
     with contextlib.closing(dbapi_conn.cursor()) as cursor:
-        sql = template[0] + ','.join(cursor.mogrify(template[1], row).decode() for row in rows)
-    if '%' in sql:
+        sql = template[0] + ','.join(_text(cursor.mogrify(template[1], row)) for row in rows)
+    if '%' in sql and conn.dialect.name == 'postgresql':
         # psycopg2 would read it as a placeholder of the statement it rides on
         conn.execute(table.insert(), rows)
         return
     key = id(dbapi_conn)
     _PENDING[key] = _PENDING.get(key, '') + sql + ';'
+
+
+def _text(sql):
+    return sql.decode() if isinstance(sql, bytes) else sql   # psycopg2's, PyMySQL's
 
 
 def create_engine(url, max_pool_size=None, max_overflow=None, pool_timeout=None,
@@ -448,6 +537,7 @@ class Database:
         self.url = str(url)
         self.engine = create_engine(url, **engine_kwargs)
         self.dialect = self.engine.dialect.name
+        self.folds_the_record = _folds_the_record(self.engine)
 
     @contextlib.contextmanager
     def reader(self):
@@ -477,6 +567,10 @@ class Database:
                 if self.dialect == 'postgresql':
                     with _folded_transaction(conn), conn.begin():
                         yield conn
+                elif self.folds_the_record:
+                    with _folded_record(conn), conn.begin():
+                        yield conn
+                        changes.record(conn, commit=True)
                 else:
                     with conn.begin():
                         yield conn

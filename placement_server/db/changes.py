@@ -48,6 +48,11 @@ NAMES = 0
 COUNTERS = tables.resource_view_counters
 CHANGES = tables.resource_view_changes
 
+# Execution option of a record whose statements end with COMMIT (MySQL:
+# ``api._send_pending_with_the_record`` reads them all).
+RECORD = 'placement_record'
+_ENDS_WITH_COMMIT = {RECORD: True, 'no_parameters': True}
+
 # PostgreSQL's record: the bump and the change rows in one statement.
 _RECORD = sa.text(
     'WITH bump AS (UPDATE resource_view_counters SET seq = seq + 1 '
@@ -71,13 +76,13 @@ def record(conn: sa.Connection, commit: bool = False) -> None:
     """Write what this transaction noted, as its last statements (called by
     ``Database.writer`` just before COMMIT); nothing when nothing changed.
 
-    ``commit`` (PostgreSQL, its connection in autocommit): send the COMMIT
-    in the same round trip.
+    ``commit`` (PostgreSQL, MySQL through PyMySQL): send the COMMIT in the
+    same round trip.
     """
     changed = conn.info.pop('changed', None)
     if not changed:
         if commit:
-            conn.exec_driver_sql('COMMIT')
+            conn.exec_driver_sql('COMMIT', execution_options=_ENDS_WITH_COMMIT)
         return
     shard = min(changed) % SHARDS
     dialect = conn.dialect.name
@@ -96,6 +101,29 @@ def record(conn: sa.Connection, commit: bool = False) -> None:
             cause = getattr(getattr(e, 'inner_exception', e), 'orig', None)
             if (cause is not None and getattr(cause, 'pgcode', None) == _NOT_NULL_VIOLATION
                     and cause.diag.table_name == 'resource_view_changes'):
+                _missing(shard)
+            raise
+        return
+    if dialect == 'mysql' and commit:
+        # One round trip: the bump, the change rows (LAST_INSERT_ID(expr)
+        # keeps the new number on the connection), the pruning when due
+        # and the COMMIT. A missing counter row leaves ROW_COUNT() at 0
+        # and seq NULL, which the column refuses.
+        statements = [
+            'UPDATE resource_view_counters SET seq = LAST_INSERT_ID(seq + 1) '
+            'WHERE shard = %d' % shard,
+            'INSERT INTO resource_view_changes (shard, seq, provider_id) VALUES %s' % ','.join(
+                '(%d, IF(ROW_COUNT() = 1, LAST_INSERT_ID(), NULL), %d)' % (shard, i)
+                for i in sorted(changed))]
+        if prune_due():
+            statements += _pruning(shard)
+        statements.append('COMMIT')
+        try:
+            conn.exec_driver_sql(';'.join(statements), execution_options=_ENDS_WITH_COMMIT)
+        except Exception as e:
+            cause = getattr(getattr(e, 'inner_exception', e), 'orig', None)
+            if (cause is not None and cause.args[:1] == (_MYSQL_BAD_NULL,)
+                    and "'seq'" in str(cause.args[1:])):
                 _missing(shard)
             raise
         return
@@ -122,6 +150,7 @@ def record(conn: sa.Connection, commit: bool = False) -> None:
 
 
 _NOT_NULL_VIOLATION = '23502'   # PostgreSQL's SQLSTATE
+_MYSQL_BAD_NULL = 1048           # Column '...' cannot be null
 
 
 def _check(bumped: bool, shard: int) -> None:

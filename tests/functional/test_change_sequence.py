@@ -569,3 +569,29 @@ def test_invalidate_all_sends_every_older_position_to_a_reload(api, database):
     ok(put_inventories(api, rp, {'VCPU': {'total': 5}}))
     with database.reader() as conn:
         assert changes.since(conn, here)[1] == ids(database, rp)
+
+
+def test_a_missing_counter_row_refuses_the_write_and_says_why(database, api):
+    # A schema older than the code: the write must fail, naming the fix,
+    # and leave nothing behind (never a change row without its number).
+    rp = client_mod.make_provider(api, 'cn-missing-counter')
+    shard = min(ids(database, rp)) % changes.SHARDS
+    with database.writer() as conn:
+        seq, floor = conn.exec_driver_sql(
+            'SELECT seq, floor FROM resource_view_counters WHERE shard = %d' % shard).one()
+        conn.exec_driver_sql('DELETE FROM resource_view_counters WHERE shard = %d' % shard)
+    try:
+        before = change_rows(database)
+        resp = api.put('/resource_providers/%s/traits' % rp, {
+            'resource_provider_generation': 0, 'traits': ['HW_CPU_X86_AVX2']})
+        assert resp.status_int == 500
+        assert change_rows(database) == before
+        assert api.get('/resource_providers/%s/traits' % rp).json['traits'] == []
+        with pytest.raises(RuntimeError, match='no row for shard %d.*db sync' % shard):
+            with database.writer() as conn:
+                conn.exec_driver_sql('SELECT 1')
+                changes.note(conn, ids(database, rp))
+    finally:
+        with database.writer() as conn:
+            conn.exec_driver_sql('INSERT INTO resource_view_counters (shard, seq, floor) '
+                                 'VALUES (%d, %d, %d)' % (shard, seq, floor))

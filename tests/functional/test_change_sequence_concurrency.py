@@ -208,7 +208,7 @@ def capture(monkeypatch):
             seq = conn.exec_driver_sql('SELECT seq FROM resource_view_counters '
                                        'WHERE shard = %d' % shard).scalar_one()
             _captured.pending = (shard, seq, ids)
-        if commit:   # PostgreSQL's writer folds COMMIT into the record
+        if commit:   # the writer folds COMMIT into the record (PostgreSQL, MySQL)
             conn.exec_driver_sql('COMMIT')
     monkeypatch.setattr(changes, 'record', record)
 

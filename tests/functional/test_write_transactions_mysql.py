@@ -1,0 +1,139 @@
+"""MySQL/MariaDB write transactions (PyMySQL): the rows a write inserts
+last, its change record and its COMMIT go in one round trip
+(``db.api._send_pending_with_the_record``), the errors of the record's
+later statements are the write's own, and a failed write leaves nothing."""
+from oslo_db import exception as db_exc
+import pymysql.cursors
+import pytest
+from sqlalchemy import event
+
+from placement_server.db import api as db_api
+from placement_server.db import changes
+from placement_server.db import inventories
+from placement_server.db import providers
+from placement_server.db import tables
+from tests import databases
+from tests.functional import client as client_mod
+
+_IN_TRANSACTION = 1   # SERVER_STATUS_IN_TRANS
+
+
+@pytest.fixture(params=[b for b in ('mysql',) if b in databases.BACKENDS])
+def my(request, _databases):
+    test_db = _databases(request.param)
+    test_db.reset()
+    return test_db.db
+
+
+@pytest.fixture
+def sent(my):
+    """What PyMySQL is asked to send, in order: each query text, and
+    '<commit>' for a COMMIT of its own (``connection.commit()``)."""
+    texts = []
+
+    class Recording(pymysql.cursors.Cursor):
+        def execute(self, query, args=None):
+            texts.append(query)
+            return super().execute(query, args)
+
+    def on_checkout(dbapi_conn, _record, _proxy):
+        dbapi_conn.cursorclass = Recording
+        commit = type(dbapi_conn).commit
+
+        def recorded_commit():
+            texts.append('<commit>')
+            return commit(dbapi_conn)
+        dbapi_conn.commit = recorded_commit
+
+    event.listen(my.engine.pool, 'checkout', on_checkout)
+    my.engine.pool.dispose()
+    yield texts
+    event.remove(my.engine.pool, 'checkout', on_checkout)
+    my.engine.pool.dispose()
+
+
+def test_the_last_rows_the_record_and_commit_are_one_round_trip(my, sent):
+    api = client_mod.Client(client_mod.make_app(my))
+    rp = client_mod.make_provider(api, 'cn1')
+    del sent[:]
+    resp = api.put('/resource_providers/%s/inventories' % rp, {
+        'resource_provider_generation': 0,
+        'inventories': {'VCPU': {'total': 8}, 'MEMORY_MB': {'total': 1024}}})
+    assert resp.status_int == 200, resp.body
+    # generation check; classes and what the provider has; the insert,
+    # the record and COMMIT
+    assert len(sent) == 3, sent
+    last = sent[-1]
+    assert last.startswith('INSERT INTO inventories'), last
+    assert ';UPDATE resource_view_counters' in last and last.endswith(';COMMIT')
+    assert '<commit>' not in sent
+    got = api.get('/resource_providers/%s/inventories' % rp).json
+    assert set(got['inventories']) == {'VCPU', 'MEMORY_MB'}
+    assert got['resource_provider_generation'] == 1
+
+
+def test_an_error_of_the_records_later_statements_fails_the_write(my):
+    api = client_mod.Client(client_mod.make_app(my))
+    rp = client_mod.make_provider(api, 'cn1')
+    with my.reader() as conn:
+        provider = providers.get(conn, rp)
+    # the change row this write will add, there already: its INSERT, the
+    # second statement of the record, is refused
+    shard = provider['id'] % changes.SHARDS
+    with my.writer() as conn:
+        seq = conn.exec_driver_sql('SELECT seq FROM resource_view_counters WHERE shard = %d'
+                                   % shard).scalar_one()
+    with my.engine.begin() as conn:
+        conn.exec_driver_sql('INSERT INTO resource_view_changes (shard, seq, provider_id) '
+                             'VALUES (%d, %d, %d)' % (shard, seq + 1, provider['id']))
+    try:
+        with pytest.raises(db_exc.DBDuplicateEntry):
+            with my.writer() as conn:
+                taken = providers.take(conn, rp, 0)
+                inventories.write_all(conn, taken, {'VCPU': dict(
+                    total=8, reserved=0, min_unit=1, max_unit=8, step_size=1,
+                    allocation_ratio=1.0)})
+        with my.writer() as conn:
+            dbapi_conn = conn.connection.dbapi_connection
+            assert not dbapi_conn.server_status & _IN_TRANSACTION
+            assert conn.exec_driver_sql('SELECT seq FROM resource_view_counters WHERE '
+                                        'shard = %d' % shard).scalar_one() == seq
+        assert api.get('/resource_providers/%s/inventories' % rp).json == {
+            'inventories': {}, 'resource_provider_generation': 0}
+    finally:
+        with my.engine.begin() as conn:
+            conn.exec_driver_sql('DELETE FROM resource_view_changes WHERE shard = %d AND '
+                                 'seq = %d' % (shard, seq + 1))
+
+
+def test_rows_inserted_later_go_alone_before_any_other_statement(my, sent):
+    api = client_mod.Client(client_mod.make_app(my))
+    rp = client_mod.make_provider(api, 'cn1')
+    del sent[:]
+    with my.writer() as conn:
+        row = providers.take(conn, rp, 0)
+        db_api.insert_later(conn, tables.resource_provider_traits, [
+            {'resource_provider_id': row['id'], 'trait_id': 1, 'created_at': db_api.utcnow()}])
+        assert len(sent) == 1   # the rows wait
+        linked = conn.exec_driver_sql(
+            'SELECT trait_id FROM resource_provider_traits WHERE resource_provider_id = %d'
+            % row['id']).scalars().all()
+        assert linked == [1]
+        assert sent[1].startswith('INSERT INTO resource_provider_traits')
+        assert sent[2].startswith('SELECT trait_id')
+
+
+def test_a_savepoint_may_not_follow_rows_inserted_later(my):
+    api = client_mod.Client(client_mod.make_app(my))
+    rp = client_mod.make_provider(api, 'cn1')
+    with pytest.raises(Exception, match='savepoint') as raised:
+        with my.writer() as conn:
+            row = providers.take(conn, rp, 0)
+            db_api.insert_later(conn, tables.resource_provider_traits, [
+                {'resource_provider_id': row['id'], 'trait_id': 1,
+                 'created_at': db_api.utcnow()}])
+            with conn.begin_nested():
+                pass
+    # not an error a savepoint's caller forgives
+    assert not isinstance(raised.value, db_api.CONSTRAINT_VIOLATION)
+    assert api.get('/resource_providers/%s' % rp).json['generation'] == 0
