@@ -8,7 +8,6 @@ defaults are enforced unless the operator turns them off.
 One enforcer per process: ``init(conf)`` binds it to the service's
 configuration; without it (in-process tools and tests) the defaults apply.
 """
-import collections.abc
 import sys
 import threading
 import time
@@ -92,7 +91,7 @@ class _Decisions:
                 self.enforcer.load_rules()
                 self.allowed.clear()
                 self.looked_at = now
-        key = _frozen((action, target, context.to_policy_values()))
+        key = _key(action, target, context.to_policy_values())
         allowed = self.allowed.get(key) if key is not None else None
         if allowed is None:
             try:
@@ -104,22 +103,20 @@ class _Decisions:
         return allowed
 
 
-def _frozen(value):
-    """``value`` as a hashable key, or None if some part cannot be one."""
-    if isinstance(value, collections.abc.Mapping):
-        value = dict(value)
-        items = [(k, _frozen(v)) for k, v in value.items()]
-        if any(v is None and value[k] is not None for k, v in items):
-            return None
-        return ('dict', tuple(sorted(items, key=lambda kv: str(kv[0]))))
-    if isinstance(value, (list, tuple)):
-        items = [_frozen(v) for v in value]
-        if any(v is None and o is not None for v, o in zip(items, value)):
-            return None
-        return ('seq', tuple(items))
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    return None
+def _key(action, target, credentials):
+    """A decision's key, or None if a value cannot be part of one. Targets
+    and credentials are flat (strings, flags, lists of roles)."""
+    try:
+        key = (action, _flat(target), _flat(credentials))
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _flat(mapping):
+    return tuple(sorted((k, tuple(v) if isinstance(v, list) else v)
+                        for k, v in mapping.items()))
 
 
 _DECISIONS = None

@@ -434,7 +434,18 @@ def insert_later(conn, table, rows):
         # psycopg2 would read it as a placeholder of the statement it rides on
         conn.execute(table.insert(), rows)
         return
-    key = id(dbapi_conn)
+    send_later(conn, sql)
+
+
+def send_later(conn, sql):
+    """Run ``sql`` (a statement with no parameters, whose answer nobody
+    reads) as ``insert_later`` sends its rows: in a folded write, with the
+    next statement (PostgreSQL) or with the change record (MySQL); now
+    elsewhere."""
+    if not conn.info.get(_FOLDED):
+        conn.exec_driver_sql(sql)
+        return
+    key = id(conn.connection.dbapi_connection)
     _PENDING[key] = _PENDING.get(key, '') + sql + ';'
 
 

@@ -53,8 +53,6 @@ _BUMP = (RP.update()
                 RP.c.generation == sa.bindparam('expected'))
          .values(generation=sa.bindparam('next'), updated_at=sa.bindparam('now')))
 _INSERT = RP.insert()
-_SET_ROOT = (RP.update().where(RP.c.id == sa.bindparam('provider_id'))
-             .values(root_provider_id=sa.bindparam('root_id')))
 # PostgreSQL: a new root in one statement, its id drawn from the sequence
 # first so the row can point at itself (the foreign key is checked at the
 # statement's end). Elsewhere the id is known only after the insert.
@@ -365,7 +363,9 @@ def create(conn, uuid, name, parent_uuid=None):
     changes.note(conn, [provider_id])
     if parent is not None:
         return get_view(conn, uuid)
-    conn.execute(_SET_ROOT, {'provider_id': provider_id, 'root_id': provider_id})
+    # Nothing reads it before the write ends: it can wait for the record.
+    api.send_later(conn, 'UPDATE resource_providers SET root_provider_id = %d WHERE id = %d'
+                   % (provider_id, provider_id))
     # A new root: everything the view shows is known.
     return ViewRow(provider_id, uuid, name, 0, now, None, None, uuid)
 

@@ -154,3 +154,16 @@ def test_the_committed_policy_sample_is_current(tmp_path):
         assert out.read_text() == f.read(), (
             'etc/policy.yaml.sample is stale: run oslopolicy-sample-generator '
             '--config-file etc/placement-policy-generator.conf')
+
+
+def test_a_decisions_key_tells_credentials_apart():
+    admin = {'user_id': 'u', 'project_id': 'p', 'roles': ['admin', 'reader']}
+    reader = dict(admin, roles=['reader'])
+    key = policy._key('placement:resource_providers:list', {'project_id': 'p'}, admin)
+    assert key == policy._key('placement:resource_providers:list', {'project_id': 'p'},
+                              dict(reversed(list(admin.items()))))
+    assert key != policy._key('placement:resource_providers:list', {'project_id': 'p'}, reader)
+    assert key != policy._key('placement:resource_providers:list', {'project_id': 'q'}, admin)
+    assert key != policy._key('placement:resource_providers:create', {'project_id': 'p'}, admin)
+    # a value that cannot be part of a key: no key, so no cached decision
+    assert policy._key('x', {'project_id': {'nested': 1}}, admin) is None
