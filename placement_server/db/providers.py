@@ -58,12 +58,13 @@ _INSERT = RP.insert()
 # statement's end). Elsewhere the id is known only after the insert.
 _NEW_ID = sa.select(sa.func.nextval(sa.func.pg_get_serial_sequence(
     'resource_providers', 'id')).label('id')).subquery('new_id')
-# (Cast: a prepared statement needs the parameters' types up front.)
+# (Cast: a prepared statement needs the parameters' types up front; to
+# types without a length, so too long a value is refused, not cut.)
 _INSERT_ROOT = prepared(RP.insert().from_select(
     ['id', 'uuid', 'name', 'generation', 'created_at', 'root_provider_id'],
-    sa.select(_NEW_ID.c.id, sa.cast(sa.bindparam('uuid'), RP.c.uuid.type),
-              sa.cast(sa.bindparam('name'), RP.c.name.type), sa.literal_column('0'),
-              sa.cast(sa.bindparam('created_at'), RP.c.created_at.type), _NEW_ID.c.id)
+    sa.select(_NEW_ID.c.id, sa.cast(sa.bindparam('uuid'), sa.String()),
+              sa.cast(sa.bindparam('name'), sa.String()), sa.literal_column('0'),
+              sa.cast(sa.bindparam('created_at'), sa.DateTime()), _NEW_ID.c.id)
 ).returning(RP.c.id))
 
 

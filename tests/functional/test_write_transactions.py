@@ -190,3 +190,12 @@ def test_a_new_connection_plans_again(pg, sent):
         'resource_provider_generation': 1, 'traits': ['HW_CPU_X86_AVX2']}, version='1.6')
     assert resp.status_int == 200, resp.body
     assert any('PREPARE placement_' in t for t in sent), sent
+
+
+def test_a_prepared_insert_refuses_too_long_a_name_rather_than_cutting_it(pg):
+    # (its parameters are cast to be typed up front: never to a length)
+    with pytest.raises(Exception, match='value too long'):
+        with pg.writer() as conn:
+            providers.create(conn, '4f0b2c8e-0000-4000-8000-000000000001', 'x' * 201)
+    with pg.reader() as conn:
+        assert conn.exec_driver_sql('SELECT count(*) FROM resource_providers').scalar() == 0
