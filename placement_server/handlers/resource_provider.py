@@ -64,29 +64,7 @@ def list_body(req, rows):
                 head, row[3], 'null' if row[6] is None else quoted(row[6]),
                 'null' if row[7] is None else quoted(row[7]))
         return '%s,"generation":%d}' % (head, row[3])
-
-    if len(rows) > MAX_TEXTS:
-        out = map(one, rows)
-    else:
-        # A provider's text is the same until something it shows changes
-        # (the row holds all of it): kept, a list renders what changed.
-        texts, variant = _TEXTS, (len(links), nested)
-        out = []
-        for row in rows:
-            key = (variant, row)
-            text = texts.get(key)
-            if text is None:
-                if len(texts) >= MAX_TEXTS:
-                    texts.clear()
-                text = texts[key] = one(row)
-            out.append(text)
-    return ('{"resource_providers":[' + ','.join(out) + ']}').encode()
-
-
-# Rendered providers, by (what depends on the version, row), for lists of
-# at most MAX_TEXTS (about 1 KiB each, with their rows).
-_TEXTS: dict = {}
-MAX_TEXTS = 10000
+    return ('{"resource_providers":[' + ','.join(map(one, rows)) + ']}').encode()
 
 
 def _modified(row):
