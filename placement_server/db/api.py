@@ -332,6 +332,13 @@ def _send_pending_with_the_record(dialect):
 
     def do_execute(cursor, statement, parameters, context=None):
         prefix = _pending(cursor, statement)
+        if prefix and '%' not in prefix and context is not None and (
+                context.execution_options.get(RIDES_PENDING)):
+            # The statements before it, then it: its answer is the last.
+            execute(cursor, prefix + statement, parameters, context)
+            while cursor.nextset():
+                pass
+            return
         if prefix:
             send_alone(cursor, prefix)
         execute(cursor, statement, parameters, context)
@@ -361,6 +368,9 @@ def _send_pending_with_the_record(dialect):
     dialect.do_commit = do_commit
 
 
+# Execution option of a MySQL read that may carry the pending statements
+# before it in its round trip (its answer is read last).
+RIDES_PENDING = 'placement_rides_pending'
 # MySQL connections (their ids) whose transaction the record committed.
 _COMMITTED: set[int] = set()
 
@@ -435,6 +445,17 @@ def insert_later(conn, table, rows):
         conn.execute(table.insert(), rows)
         return
     send_later(conn, sql)
+
+
+def folds_the_record(conn):
+    """``conn`` is in a MySQL write whose record carries its COMMIT."""
+    return bool(conn.info.get(_FOLDED)) and conn.dialect.name == 'mysql'
+
+
+def rendered(conn, sql, params):
+    """``sql`` with ``params`` quoted in by the driver, as it would send it."""
+    with contextlib.closing(conn.connection.dbapi_connection.cursor()) as cursor:
+        return _text(cursor.mogrify(sql, params))
 
 
 def send_later(conn, sql):

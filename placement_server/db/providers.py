@@ -111,41 +111,70 @@ def take(conn, uuid, expected, conflict=CONFLICT):
     return {'id': provider_id, 'uuid': uuid, 'generation': expected + 1}
 
 
-def _taken_and_read(read):
-    """PostgreSQL: ``take``'s UPDATE as a CTE and ``read`` joined to it
-    laterally, its ``provider_id`` parameter standing for the row taken:
-    one statement, no row at all when nothing was taken. (The read sees
-    the tables as they were before the UPDATE, which changes none of
-    what it reads.)"""
-    taken = _TAKE.returning(RP.c.id.label('taken_id')).cte('taken')
-
+def _swapped(read, provider_id):
+    """``read`` with ``provider_id`` for its ``provider_id`` parameter."""
     def swap(element):
         if isinstance(element, sa.BindParameter) and element.key == 'provider_id':
-            return taken.c.taken_id
+            return provider_id
         return None
-    rows = visitors.replacement_traverse(read, {}, swap).subquery('read').lateral()
+    return visitors.replacement_traverse(read, {}, swap)
+
+
+def _taken_and_read(read):
+    """PostgreSQL: ``take``'s UPDATE as a CTE and ``read`` joined to it
+    laterally, for the row taken: one statement, no row at all when
+    nothing was taken. (The read sees the tables as they were before the
+    UPDATE, which changes none of what it reads.)"""
+    taken = _TAKE.returning(RP.c.id.label('taken_id')).cte('taken')
+    rows = _swapped(read, taken.c.taken_id).subquery('read').lateral()
     return prepared(sa.select(taken.c.taken_id, rows)
                     .select_from(taken.outerjoin(rows, sa.true())))
 
 
+def _read_after_take(read):
+    """MySQL: ``read`` for the provider the statement before took (its id
+    is LAST_INSERT_ID(), see ``_TAKE_MYSQL``), each row (one, NULLs, if
+    the read finds none) with whether it took one (ROW_COUNT()). Sent
+    with the take in one round trip (``api.RIDES_PENDING``)."""
+    taken = sa.select(sa.func.row_count().label('taken'),
+                      sa.func.last_insert_id().label('taken_id')).subquery('taken')
+    rows = _swapped(read, sa.func.last_insert_id()).subquery('read')
+    return (sa.select(taken.c.taken, taken.c.taken_id, rows)
+            .select_from(taken.outerjoin(rows, sa.true()))
+            .execution_options(**{api.RIDES_PENDING: True}))
+
+
 _TAKEN_AND_READ: dict = {}
+_TAKE_TEXT: dict = {}
 
 
 def take_and_read(conn, uuid, expected, read, params, conflict=CONFLICT):
     """``take``, and ``read`` (a SELECT whose ``provider_id`` parameter is
     the provider's id, whose first column is never NULL) for the provider
     taken, with ``params``: (the provider as ``take`` gives it, the read's
-    rows as mappings). On PostgreSQL one statement, one round trip."""
-    if conn.dialect.name != 'postgresql':
+    rows as mappings). One round trip on PostgreSQL (one statement) and
+    on MariaDB through PyMySQL (two)."""
+    dialect = conn.dialect.name
+    if dialect != 'postgresql' and not api.folds_the_record(conn):
         provider = take(conn, uuid, expected, conflict)
         return provider, conn.execute(read, dict(params, provider_id=provider['id'])
                                       ).mappings().all()
     _check_range(expected)
-    statement = _TAKEN_AND_READ.get(read)
+    statement = _TAKEN_AND_READ.get((dialect, read))
     if statement is None:
-        statement = _TAKEN_AND_READ[read] = _taken_and_read(read)
-    rows = conn.execute(statement, dict(params, provider_uuid=uuid, expected=expected,
-                                        now=api.utcnow())).mappings().all()
+        statement = _TAKEN_AND_READ[dialect, read] = (
+            _taken_and_read(read) if dialect == 'postgresql' else _read_after_take(read))
+    take_params = {'provider_uuid': uuid, 'expected': expected, 'now': api.utcnow()}
+    if dialect == 'postgresql':
+        rows = conn.execute(statement, dict(params, **take_params)).mappings().all()
+    else:
+        compiled = _TAKE_TEXT.get(dialect)
+        if compiled is None:
+            compiled = _TAKE_TEXT[dialect] = _TAKE_MYSQL.compile(dialect=conn.dialect)
+        api.send_later(conn, api.rendered(conn, compiled.string,
+                                          compiled.construct_params(take_params)))
+        rows = conn.execute(statement, params).mappings().all()
+        rows = rows if rows[0]['taken'] == 1 else []
     if not rows:
         raise ConcurrentUpdate(conflict.format(
             expected=expected, actual=get(conn, uuid)['generation']))

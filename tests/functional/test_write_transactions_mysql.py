@@ -60,9 +60,11 @@ def test_the_last_rows_the_record_and_commit_are_one_round_trip(my, sent):
         'resource_provider_generation': 0,
         'inventories': {'VCPU': {'total': 8}, 'MEMORY_MB': {'total': 1024}}})
     assert resp.status_int == 200, resp.body
-    # generation check; classes and what the provider has; the insert,
-    # the record and COMMIT
-    assert len(sent) == 3, sent
+    # the generation check with the read of classes and what the provider
+    # has; the insert, the record and COMMIT
+    assert len(sent) == 2, sent
+    assert sent[0].startswith('UPDATE resource_providers SET id=last_insert_id('), sent[0]
+    assert ';SELECT taken.taken, taken.taken_id' in sent[0], sent[0]
     last = sent[-1]
     assert last.startswith('INSERT INTO inventories'), last
     assert ';UPDATE resource_view_counters' in last and last.endswith(';COMMIT')
