@@ -16,9 +16,12 @@ timeouts and Galera certification failures, which surface at COMMIT),
 Round trips are most of what a request costs the database beside its
 statements, so the pool pings a connection only after it idled
 (``PING_AFTER_IDLE``), skips the rollback on checkin when nothing is
-open, PostgreSQL readers run without BEGIN and ROLLBACK, and a PostgreSQL
+open, PostgreSQL readers run without BEGIN and ROLLBACK, a PostgreSQL
 write sends its BEGIN with its first statement and its COMMIT with its
-change record (``_folded_transaction``).
+change record (``_folded_transaction``), a MariaDB write (PyMySQL) its
+last rows and COMMIT with its change record (``_folded_record``), and
+PostgreSQL plans the statements every write sends once per connection
+(``placement_server.db.prepared``).
 
 ``retry_on_deadlock`` (oslo.db's ``wrap_db_retry``) replays the whole
 transaction a bounded number of times, each attempt a fresh transaction
@@ -196,7 +199,7 @@ def _engine_with_lazy_ping(url, **engine_args):
     engine = sa.create_engine(url, **engine_args)
     if engine.dialect.name == 'postgresql':
         _send_pending_with_next_statement(engine.dialect)
-    elif _folds_the_record(engine):
+    elif _sends_several_statements(engine):
         event.listen(engine, 'do_connect', _allow_several_statements)
         _send_pending_with_the_record(engine.dialect)
     event.listen(engine.pool, 'checkin', _note_idle_since)
@@ -205,7 +208,9 @@ def _engine_with_lazy_ping(url, **engine_args):
     return engine, engine
 
 
-def _folds_the_record(engine):
+def _sends_several_statements(engine):
+    """MySQL through PyMySQL: the writer sends several statements in a
+    round trip (``_send_pending_with_the_record``)."""
     return engine.dialect.name == 'mysql' and engine.dialect.driver == 'pymysql'
 
 
@@ -280,10 +285,9 @@ def _send_pending_with_next_statement(dialect):
     statement a dispatch.)"""
     execute, execute_no_params = dialect.do_execute, dialect.do_execute_no_params
     executemany = dialect.do_executemany
-    pending = _pending
 
     def do_execute(cursor, statement, parameters, context=None):
-        prefix = pending(cursor, statement)   # holds no % (see insert_later)
+        prefix = _pending(cursor, statement)   # holds no % (see insert_later)
         options = context.execution_options if context is not None else {}
         if not options.get(prepared_mod.PREPARE):
             execute(cursor, prefix + statement if prefix else statement, parameters, context)
@@ -300,11 +304,11 @@ def _send_pending_with_next_statement(dialect):
             prepared_mod.ran(info, statement, new_name)
 
     def do_execute_no_params(cursor, statement, context=None):
-        prefix = pending(cursor, statement)
+        prefix = _pending(cursor, statement)
         execute_no_params(cursor, prefix + statement if prefix else statement, context)
 
     def do_executemany(cursor, statement, parameters, context=None):
-        prefix = pending(cursor, statement)
+        prefix = _pending(cursor, statement)
         if prefix:
             cursor.execute(prefix)
         executemany(cursor, statement, parameters, context)
@@ -569,7 +573,7 @@ class Database:
         self.url = str(url)
         self.engine = create_engine(url, **engine_kwargs)
         self.dialect = self.engine.dialect.name
-        self.folds_the_record = _folds_the_record(self.engine)
+        self.folds_the_record = _sends_several_statements(self.engine)
 
     @contextlib.contextmanager
     def reader(self):
