@@ -441,9 +441,7 @@ def insert_later(conn, table, rows):
         sql = str(table.insert().inline().compile(dialect=conn.dialect, column_keys=columns))
         head, _, values = sql.partition(' VALUES ')
         template = _INSERT_SQL[table, columns] = (head + ' VALUES ', values)
-    dbapi_conn = conn.connection.dbapi_connection
-    with contextlib.closing(dbapi_conn.cursor()) as cursor:
-        sql = template[0] + ','.join(_text(cursor.mogrify(template[1], row)) for row in rows)
+    sql = template[0] + ','.join(rendered(conn, template[1], row) for row in rows)
     if '%' in sql and conn.dialect.name == 'postgresql':
         # psycopg2 would read it as a placeholder of the statement it rides on
         conn.execute(table.insert(), rows)
@@ -459,7 +457,8 @@ def folds_the_record(conn):
 def rendered(conn, sql, params):
     """``sql`` with ``params`` quoted in by the driver, as it would send it."""
     with contextlib.closing(conn.connection.dbapi_connection.cursor()) as cursor:
-        return _text(cursor.mogrify(sql, params))
+        text = cursor.mogrify(sql, params)
+    return text.decode() if isinstance(text, bytes) else text   # psycopg2's, PyMySQL's
 
 
 def send_later(conn, sql):
@@ -472,10 +471,6 @@ def send_later(conn, sql):
         return
     key = id(conn.connection.dbapi_connection)
     _PENDING[key] = _PENDING.get(key, '') + sql + ';'
-
-
-def _text(sql):
-    return sql.decode() if isinstance(sql, bytes) else sql   # psycopg2's, PyMySQL's
 
 
 def create_engine(url, max_pool_size=None, max_overflow=None, pool_timeout=None,

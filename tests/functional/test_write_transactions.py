@@ -10,21 +10,13 @@ from sqlalchemy import event
 from placement_server.db import api as db_api
 from placement_server.db import providers
 from placement_server.db import tables
-from tests import databases
 from tests.functional import client as client_mod
 
 IDLE = psycopg2.extensions.TRANSACTION_STATUS_IDLE
 
 
-@pytest.fixture(params=[b for b in ('postgresql',) if b in databases.BACKENDS])
-def pg(request, _databases):
-    test_db = _databases(request.param)
-    test_db.reset()
-    return test_db.db
-
-
 @pytest.fixture
-def sent(pg):
+def sent(pg_database):
     """The SQL texts psycopg2 is asked to run, in order, as the server gets
     them (psycopg2's own BEGIN and COMMIT would not be among them: they are
     what the writer must not leave to it, see ``autocommit``)."""
@@ -38,19 +30,19 @@ def sent(pg):
     def on_checkout(dbapi_conn, _record, _proxy):
         dbapi_conn.cursor_factory = Recording
 
-    event.listen(pg.engine.pool, 'checkout', on_checkout)
-    pg.engine.pool.dispose()   # pooled connections get the factory at checkout
+    event.listen(pg_database.engine.pool, 'checkout', on_checkout)
+    pg_database.engine.pool.dispose()   # pooled connections get the factory at checkout
     yield texts
-    event.remove(pg.engine.pool, 'checkout', on_checkout)
-    pg.engine.pool.dispose()
+    event.remove(pg_database.engine.pool, 'checkout', on_checkout)
+    pg_database.engine.pool.dispose()
 
 
 def _provider(api):
     return client_mod.make_provider(api, 'cn1')
 
 
-def test_a_write_is_its_statements_with_begin_and_commit_folded_in(pg, sent):
-    api = client_mod.Client(client_mod.make_app(pg))
+def test_a_write_is_its_statements_with_begin_and_commit_folded_in(pg_database, sent):
+    api = client_mod.Client(client_mod.make_app(pg_database))
     rp = _provider(api)
     del sent[:]
     resp = api.put('/resource_providers/%s/inventories' % rp, {
@@ -71,40 +63,40 @@ def test_a_write_is_its_statements_with_begin_and_commit_folded_in(pg, sent):
     assert got['resource_provider_generation'] == 1
 
 
-def test_the_writer_runs_in_autocommit_so_psycopg2_sends_no_begin_of_its_own(pg):
-    with pg.writer() as conn:
+def test_the_writer_runs_in_autocommit_so_psycopg2_sends_no_begin_of_its_own(pg_database):
+    with pg_database.writer() as conn:
         assert conn.connection.dbapi_connection.autocommit
         conn.exec_driver_sql('SELECT 1')
         # the server is in the transaction the first statement began
         assert conn.connection.dbapi_connection.info.transaction_status != IDLE
-    with pg.reader() as conn:
+    with pg_database.reader() as conn:
         assert conn.connection.dbapi_connection.info.transaction_status == IDLE
 
 
-def test_a_write_that_sends_nothing_ends_nothing(pg, sent):
-    with pg.writer():
+def test_a_write_that_sends_nothing_ends_nothing(pg_database, sent):
+    with pg_database.writer():
         pass
     assert sent == []
 
 
-def test_a_write_that_fails_midway_is_rolled_back_and_its_connection_is_idle(pg, sent):
-    api = client_mod.Client(client_mod.make_app(pg))
+def test_a_write_that_fails_midway_is_rolled_back_and_its_connection_is_idle(pg_database, sent):
+    api = client_mod.Client(client_mod.make_app(pg_database))
     rp = _provider(api)
     del sent[:]
     with pytest.raises(ZeroDivisionError):
-        with pg.writer() as conn:
+        with pg_database.writer() as conn:
             providers.take(conn, rp, 0)
             1 / 0
     assert sent[-1] == 'ROLLBACK'
     assert api.get('/resource_providers/%s' % rp).json['generation'] == 0
-    with pg.writer() as conn:
+    with pg_database.writer() as conn:
         assert conn.connection.dbapi_connection.info.transaction_status == IDLE
         assert providers.take(conn, rp, 0)['generation'] == 1
     assert api.get('/resource_providers/%s' % rp).json['generation'] == 1
 
 
-def test_a_refused_write_through_the_api_commits_nothing_and_the_next_one_works(pg):
-    api = client_mod.Client(client_mod.make_app(pg), version='latest')
+def test_a_refused_write_through_the_api_commits_nothing_and_the_next_one_works(pg_database):
+    api = client_mod.Client(client_mod.make_app(pg_database), version='latest')
     rp = _provider(api)
     body = {'resource_provider_generation': 5, 'inventories': {'VCPU': {'total': 8}}}
     resp = api.put('/resource_providers/%s/inventories' % rp, body)
@@ -119,11 +111,11 @@ def test_a_refused_write_through_the_api_commits_nothing_and_the_next_one_works(
     assert api.get('/resource_providers/%s' % rp).json['generation'] == 1
 
 
-def test_rows_inserted_later_are_there_for_the_next_statement(pg, sent):
-    api = client_mod.Client(client_mod.make_app(pg))
+def test_rows_inserted_later_are_there_for_the_next_statement(pg_database, sent):
+    api = client_mod.Client(client_mod.make_app(pg_database))
     rp = _provider(api)
     del sent[:]
-    with pg.writer() as conn:
+    with pg_database.writer() as conn:
         row = providers.take(conn, rp, 0)
         db_api.insert_later(conn, tables.resource_provider_traits, [
             {'resource_provider_id': row['id'], 'trait_id': 1, 'created_at': db_api.utcnow()}])
@@ -135,11 +127,11 @@ def test_rows_inserted_later_are_there_for_the_next_statement(pg, sent):
         assert sent[-1].startswith('INSERT INTO resource_provider_traits')
 
 
-def test_a_savepoint_may_not_follow_rows_inserted_later(pg):
-    api = client_mod.Client(client_mod.make_app(pg), version='latest')
+def test_a_savepoint_may_not_follow_rows_inserted_later(pg_database):
+    api = client_mod.Client(client_mod.make_app(pg_database), version='latest')
     rp = _provider(api)
     with pytest.raises(Exception, match='savepoint') as raised:
-        with pg.writer() as conn:
+        with pg_database.writer() as conn:
             row = providers.take(conn, rp, 0)
             db_api.insert_later(conn, tables.resource_provider_traits, [
                 {'resource_provider_id': row['id'], 'trait_id': 1, 'created_at': db_api.utcnow()}])
@@ -156,10 +148,10 @@ def _set_inventory(api, rp, generation=0):
     assert resp.status_int == 200, resp.body
 
 
-def test_a_writes_statements_are_planned_once_per_connection(pg, sent):
-    api = client_mod.Client(client_mod.make_app(pg))
+def test_a_writes_statements_are_planned_once_per_connection(pg_database, sent):
+    api = client_mod.Client(client_mod.make_app(pg_database))
     first, second = _provider(api), client_mod.make_provider(api, 'cn2')
-    pg.engine.pool.dispose()    # a new connection: nothing prepared on it
+    pg_database.engine.pool.dispose()    # a new connection: nothing prepared on it
     del sent[:]
     _set_inventory(api, first)
     prepared = [t for t in sent if 'PREPARE placement_' in t]
@@ -175,14 +167,14 @@ def test_a_writes_statements_are_planned_once_per_connection(pg, sent):
     assert got['resource_provider_generation'] == 1
 
 
-def test_a_new_connection_plans_again(pg, sent):
+def test_a_new_connection_plans_again(pg_database, sent):
     # What a connection has prepared dies with it: after the pool
     # reconnects, an EXECUTE of a name the server never saw would fail.
-    api = client_mod.Client(client_mod.make_app(pg))
+    api = client_mod.Client(client_mod.make_app(pg_database))
     rp = _provider(api)
-    pg.engine.pool.dispose()
+    pg_database.engine.pool.dispose()
     _set_inventory(api, rp)     # on the pool's one connection, now prepared
-    raw = pg.engine.raw_connection()
+    raw = pg_database.engine.raw_connection()
     raw.invalidate()            # as after a lost connection: the pool reconnects
     raw.close()
     del sent[:]
@@ -192,10 +184,10 @@ def test_a_new_connection_plans_again(pg, sent):
     assert any('PREPARE placement_' in t for t in sent), sent
 
 
-def test_a_prepared_insert_refuses_too_long_a_name_rather_than_cutting_it(pg):
+def test_a_prepared_insert_refuses_too_long_a_name_rather_than_cutting_it(pg_database):
     # (its parameters are cast to be typed up front: never to a length)
     with pytest.raises(Exception, match='value too long'):
-        with pg.writer() as conn:
+        with pg_database.writer() as conn:
             providers.create(conn, '4f0b2c8e-0000-4000-8000-000000000001', 'x' * 201)
-    with pg.reader() as conn:
+    with pg_database.reader() as conn:
         assert conn.exec_driver_sql('SELECT count(*) FROM resource_providers').scalar() == 0

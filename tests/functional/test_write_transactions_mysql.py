@@ -12,21 +12,13 @@ from placement_server.db import changes
 from placement_server.db import inventories
 from placement_server.db import providers
 from placement_server.db import tables
-from tests import databases
 from tests.functional import client as client_mod
 
 _IN_TRANSACTION = 1   # SERVER_STATUS_IN_TRANS
 
 
-@pytest.fixture(params=[b for b in ('mysql',) if b in databases.BACKENDS])
-def my(request, _databases):
-    test_db = _databases(request.param)
-    test_db.reset()
-    return test_db.db
-
-
 @pytest.fixture
-def sent(my):
+def sent(mysql_database):
     """What PyMySQL is asked to send, in order: each query text, and
     '<commit>' for a COMMIT of its own (``connection.commit()``)."""
     texts = []
@@ -45,15 +37,15 @@ def sent(my):
             return commit(dbapi_conn)
         dbapi_conn.commit = recorded_commit
 
-    event.listen(my.engine.pool, 'checkout', on_checkout)
-    my.engine.pool.dispose()
+    event.listen(mysql_database.engine.pool, 'checkout', on_checkout)
+    mysql_database.engine.pool.dispose()
     yield texts
-    event.remove(my.engine.pool, 'checkout', on_checkout)
-    my.engine.pool.dispose()
+    event.remove(mysql_database.engine.pool, 'checkout', on_checkout)
+    mysql_database.engine.pool.dispose()
 
 
-def test_the_last_rows_the_record_and_commit_are_one_round_trip(my, sent):
-    api = client_mod.Client(client_mod.make_app(my))
+def test_the_last_rows_the_record_and_commit_are_one_round_trip(mysql_database, sent):
+    api = client_mod.Client(client_mod.make_app(mysql_database))
     rp = client_mod.make_provider(api, 'cn1')
     del sent[:]
     resp = api.put('/resource_providers/%s/inventories' % rp, {
@@ -74,28 +66,28 @@ def test_the_last_rows_the_record_and_commit_are_one_round_trip(my, sent):
     assert got['resource_provider_generation'] == 1
 
 
-def test_an_error_of_the_records_later_statements_fails_the_write(my):
-    api = client_mod.Client(client_mod.make_app(my))
+def test_an_error_of_the_records_later_statements_fails_the_write(mysql_database):
+    api = client_mod.Client(client_mod.make_app(mysql_database))
     rp = client_mod.make_provider(api, 'cn1')
-    with my.reader() as conn:
+    with mysql_database.reader() as conn:
         provider = providers.get(conn, rp)
     # the change row this write will add, there already: its INSERT, the
     # second statement of the record, is refused
     shard = provider['id'] % changes.SHARDS
-    with my.writer() as conn:
+    with mysql_database.writer() as conn:
         seq = conn.exec_driver_sql('SELECT seq FROM resource_view_counters WHERE shard = %d'
                                    % shard).scalar_one()
-    with my.engine.begin() as conn:
+    with mysql_database.engine.begin() as conn:
         conn.exec_driver_sql('INSERT INTO resource_view_changes (shard, seq, provider_id) '
                              'VALUES (%d, %d, %d)' % (shard, seq + 1, provider['id']))
     try:
         with pytest.raises(db_exc.DBDuplicateEntry):
-            with my.writer() as conn:
+            with mysql_database.writer() as conn:
                 taken = providers.take(conn, rp, 0)
                 inventories.write_all(conn, taken, {'VCPU': dict(
                     total=8, reserved=0, min_unit=1, max_unit=8, step_size=1,
                     allocation_ratio=1.0)})
-        with my.writer() as conn:
+        with mysql_database.writer() as conn:
             dbapi_conn = conn.connection.dbapi_connection
             assert not dbapi_conn.server_status & _IN_TRANSACTION
             assert conn.exec_driver_sql('SELECT seq FROM resource_view_counters WHERE '
@@ -103,16 +95,16 @@ def test_an_error_of_the_records_later_statements_fails_the_write(my):
         assert api.get('/resource_providers/%s/inventories' % rp).json == {
             'inventories': {}, 'resource_provider_generation': 0}
     finally:
-        with my.engine.begin() as conn:
+        with mysql_database.engine.begin() as conn:
             conn.exec_driver_sql('DELETE FROM resource_view_changes WHERE shard = %d AND '
                                  'seq = %d' % (shard, seq + 1))
 
 
-def test_rows_inserted_later_go_alone_before_any_other_statement(my, sent):
-    api = client_mod.Client(client_mod.make_app(my))
+def test_rows_inserted_later_go_alone_before_any_other_statement(mysql_database, sent):
+    api = client_mod.Client(client_mod.make_app(mysql_database))
     rp = client_mod.make_provider(api, 'cn1')
     del sent[:]
-    with my.writer() as conn:
+    with mysql_database.writer() as conn:
         row = providers.take(conn, rp, 0)
         db_api.insert_later(conn, tables.resource_provider_traits, [
             {'resource_provider_id': row['id'], 'trait_id': 1, 'created_at': db_api.utcnow()}])
@@ -125,11 +117,11 @@ def test_rows_inserted_later_go_alone_before_any_other_statement(my, sent):
         assert sent[2].startswith('SELECT trait_id')
 
 
-def test_a_savepoint_may_not_follow_rows_inserted_later(my):
-    api = client_mod.Client(client_mod.make_app(my))
+def test_a_savepoint_may_not_follow_rows_inserted_later(mysql_database):
+    api = client_mod.Client(client_mod.make_app(mysql_database))
     rp = client_mod.make_provider(api, 'cn1')
     with pytest.raises(Exception, match='savepoint') as raised:
-        with my.writer() as conn:
+        with mysql_database.writer() as conn:
             row = providers.take(conn, rp, 0)
             db_api.insert_later(conn, tables.resource_provider_traits, [
                 {'resource_provider_id': row['id'], 'trait_id': 1,
