@@ -11,6 +11,7 @@ import json
 import re
 import uuid as uuidlib
 
+import fastjsonschema
 import jsonschema
 import orjson
 import webob
@@ -151,18 +152,26 @@ _VALIDATORS = {}
 def _check(data, schema):
     """The best-matching schema error for ``data``, or None.
 
-    ``jsonschema.validate`` re-checks the schema itself on every call
-    (~4 ms); a validator built once per schema object skips that.
+    jsonschema judges and words every error, as upstream's does. Most
+    bodies are valid, and for those fastjsonschema's check, compiled from
+    the same schema, says so about ten times faster (a claim's body:
+    jsonschema's walk cost more than its SQL); a body it refuses goes to
+    jsonschema, whose verdict stands. Both are built once per schema
+    object (``jsonschema.validate`` also re-checks the schema itself on
+    every call, ~4 ms).
     """
     cached = _VALIDATORS.get(id(schema))
     if cached is None or cached[0] is not schema:
         validator = jsonschema.validators.validator_for(schema)(
             schema, format_checker=FORMAT_CHECKER)
-        cached = _VALIDATORS[id(schema)] = (schema, validator)
-    # Most bodies are valid: one walk says so, cheaper than collecting errors.
-    if cached[1].is_valid(data):
+        # use_default=False: it must not fill in the schema's defaults.
+        fast = fastjsonschema.compile(schema, formats=_FORMATS, use_default=False)
+        cached = _VALIDATORS[id(schema)] = (schema, validator, fast)
+    try:
+        cached[2](data)
         return None
-    return jsonschema.exceptions.best_match(cached[1].iter_errors(data))
+    except fastjsonschema.JsonSchemaValueException:
+        return jsonschema.exceptions.best_match(cached[1].iter_errors(data))
 
 
 _SURROGATE = re.compile('[\ud800-\udfff]')
@@ -215,6 +224,10 @@ FORMAT_CHECKER = jsonschema.FormatChecker()
 @FORMAT_CHECKER.checks('uuid')
 def _uuid_format(value):
     return not isinstance(value, str) or is_uuid(value)
+
+
+# The formats placement's schemas use, for fastjsonschema (strings only).
+_FORMATS = {'uuid': _uuid_format}
 
 
 def is_uuid(value):
