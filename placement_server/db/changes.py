@@ -29,6 +29,7 @@ fell further behind than what is kept (``floor``) loads everything again.
 from collections.abc import Iterable
 import random
 from typing import NoReturn
+import uuid as uuidlib
 
 import sqlalchemy as sa
 
@@ -53,17 +54,27 @@ CHANGES = tables.resource_view_changes
 RECORD = 'placement_record'
 _ENDS_WITH_COMMIT = {RECORD: True, 'no_parameters': True}
 
-# PostgreSQL's record: the bump and the change rows in one statement.
+# PostgreSQL's record: the bump and the change rows in one statement, the
+# new providers found by uuid (UNION: a write may also name one by id).
 _RECORD = sa.text(
     'WITH bump AS (UPDATE resource_view_counters SET seq = seq + 1 '
     'WHERE shard = :shard RETURNING seq) '
     'INSERT INTO resource_view_changes (shard, seq, provider_id) '
-    'SELECT :shard, (SELECT seq FROM bump), p FROM unnest(CAST(:ids AS integer[])) AS p')
+    'SELECT :shard, (SELECT seq FROM bump), p FROM ('
+    'SELECT unnest(CAST(:ids AS integer[])) AS p UNION '
+    'SELECT id FROM resource_providers WHERE uuid = ANY(CAST(:uuids AS varchar[]))) AS changed')
 
 
 def note(conn: sa.Connection, provider_ids: Iterable[int]) -> None:
     """This write transaction changed these providers (ids)."""
     conn.info.setdefault('changed', set()).update(provider_ids)
+
+
+def note_created(conn: sa.Connection, uuid: str) -> None:
+    """This write inserts the provider ``uuid``, whose id is not known yet
+    (a new root's row goes with the record): the record finds it by uuid."""
+    # canonical, so that it can be written into the statement
+    conn.info.setdefault('created', set()).add(str(uuidlib.UUID(uuid)))
 
 
 def note_names(conn: sa.Connection) -> None:
@@ -79,12 +90,13 @@ def record(conn: sa.Connection, commit: bool = False) -> None:
     ``commit`` (PostgreSQL, MySQL through PyMySQL): send the COMMIT in the
     same round trip.
     """
-    changed = conn.info.pop('changed', None)
-    if not changed:
+    changed = conn.info.pop('changed', None) or set()
+    created = conn.info.pop('created', None) or set()
+    if not changed and not created:
         if commit:
             conn.exec_driver_sql('COMMIT', execution_options=_ENDS_WITH_COMMIT)
         return
-    shard = min(changed) % SHARDS
+    shard = (min(changed) if changed else uuidlib.UUID(min(created)).int) % SHARDS
     dialect = conn.dialect.name
     if dialect == 'postgresql':
         # One round trip: bump and insert in one prepared statement, with
@@ -94,8 +106,8 @@ def record(conn: sa.Connection, commit: bool = False) -> None:
         if commit:
             then.append('COMMIT')
         try:
-            conn.execute(prepared(_RECORD, then=then),
-                         {'shard': shard, 'ids': sorted(changed)})
+            conn.execute(prepared(_RECORD, then=then), {
+                'shard': shard, 'ids': sorted(changed), 'uuids': sorted(created)})
         except Exception as e:
             # oslo.db wraps it (DBError): the driver's own error tells.
             cause = getattr(getattr(e, 'inner_exception', e), 'orig', None)
@@ -112,9 +124,8 @@ def record(conn: sa.Connection, commit: bool = False) -> None:
         statements = [
             'UPDATE resource_view_counters SET seq = LAST_INSERT_ID(seq + 1) '
             'WHERE shard = %d' % shard,
-            'INSERT INTO resource_view_changes (shard, seq, provider_id) VALUES %s' % ','.join(
-                '(%d, IF(ROW_COUNT() = 1, LAST_INSERT_ID(), NULL), %d)' % (shard, i)
-                for i in sorted(changed))]
+            _insert_changes(shard, 'IF(ROW_COUNT() = 1, LAST_INSERT_ID(), NULL)',
+                            changed, created)]
         if prune_due():
             statements += _pruning(shard)
         statements.append('COMMIT')
@@ -142,11 +153,22 @@ def record(conn: sa.Connection, commit: bool = False) -> None:
         if number is None:
             _missing(shard)
         seq = '%d' % number
-    conn.exec_driver_sql(
-        'INSERT INTO resource_view_changes (shard, seq, provider_id) VALUES %s'
-        % ','.join('(%d, %s, %d)' % (shard, seq, i) for i in sorted(changed)))
+    conn.exec_driver_sql(_insert_changes(shard, seq, changed, created))
     if prune_due():
         prune(conn, shard)
+
+
+def _insert_changes(shard: int, seq: str, changed: set[int], created: set[str]) -> str:
+    """The INSERT of the change rows (``seq``: the number, in SQL)."""
+    head = 'INSERT INTO resource_view_changes (shard, seq, provider_id) '
+    if not created:
+        return head + 'VALUES ' + ','.join('(%d, %s, %d)' % (shard, seq, i)
+                                           for i in sorted(changed))
+    # the new providers by uuid; UNION, as a write may name one by id too
+    ids = ''.join(' UNION SELECT %d' % i for i in sorted(changed))
+    return head + ('SELECT %d, %s, p FROM (SELECT id AS p FROM resource_providers '
+                   'WHERE uuid IN (%s)%s) AS changed'
+                   % (shard, seq, ','.join("'%s'" % u for u in sorted(created)), ids))
 
 
 _NOT_NULL_VIOLATION = '23502'   # PostgreSQL's SQLSTATE

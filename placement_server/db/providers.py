@@ -53,21 +53,6 @@ _BUMP = (RP.update()
                 RP.c.generation == sa.bindparam('expected'))
          .values(generation=sa.bindparam('next'), updated_at=sa.bindparam('now')))
 _INSERT = RP.insert()
-# PostgreSQL: a new root in one statement, its id drawn from the sequence
-# first so the row can point at itself (the foreign key is checked at the
-# statement's end). Elsewhere the id is known only after the insert.
-_NEW_ID = sa.select(sa.func.nextval(sa.func.pg_get_serial_sequence(
-    'resource_providers', 'id')).label('id')).subquery('new_id')
-# (Cast: a prepared statement needs the parameters' types up front; to
-# types without a length, so too long a value is refused, not cut.)
-_INSERT_ROOT = prepared(RP.insert().from_select(
-    ['id', 'uuid', 'name', 'generation', 'created_at', 'root_provider_id'],
-    sa.select(_NEW_ID.c.id, sa.cast(sa.bindparam('uuid'), sa.String()),
-              sa.cast(sa.bindparam('name'), sa.String()), sa.literal_column('0'),
-              sa.cast(sa.bindparam('created_at'), sa.DateTime()), _NEW_ID.c.id)
-).returning(RP.c.id))
-
-
 # ``take``: the compare-and-swap by uuid, handing back the provider's id.
 # MariaDB has no UPDATE ... RETURNING: LAST_INSERT_ID(id) leaves the id in
 # the statement's answer (the driver's lastrowid) instead.
@@ -350,54 +335,51 @@ ViewRow = collections.namedtuple('ViewRow', 'id uuid name generation created_at 
                                             'parent_provider_uuid root_provider_uuid')
 
 
-class Clash(Exception):
-    """A new provider's uuid or name is taken. The insert ran without a
-    savepoint (two round trips fewer on every create), so its transaction
-    is lost: ``clash_error`` tells which in a new one."""
-
-
 def clash_error(conn, uuid, name):
-    """The 409 placement.duplicate_name for a Clash; the detail says
-    whether the uuid or the name is taken, as clients tell the two apart
-    by it."""
+    """The 409 placement.duplicate_name for a create that broke a unique
+    constraint; the detail says whether the uuid or the name is taken, as
+    clients tell the two apart by it."""
     if conn.execute(sa.select(RP.c.id).where(RP.c.uuid == uuid)).first():
         return errors.Conflict('Conflicting resource provider uuid: %s already '
                                'exists.' % uuid, code=errors.DUPLICATE_NAME)
     return _name_conflict(name)
 
 
+# The id the connection's last INSERT drew, per dialect.
+_LAST_ID = {'postgresql': 'lastval()', 'mysql': 'LAST_INSERT_ID()',
+            'sqlite': 'last_insert_rowid()'}
+
+
 def create(conn, uuid, name, parent_uuid=None):
     """Insert a provider (a root, or a child of ``parent_uuid``); its row as
-    ``get_view`` reads it. Clash if the uuid or the name is taken."""
+    ``get_view`` reads it, without the id for a new root.
+
+    A taken uuid or name raises one of ``api.CONSTRAINT_VIOLATION``, for a
+    new root when its write commits (``clash_error`` words the 409): the
+    insert runs without a savepoint (two round trips fewer on every
+    create), so its transaction is lost either way.
+    """
     if parent_uuid == uuid:
         raise Refused('create', 'parent provider UUID cannot be same as UUID. Please '
                                 'set parent provider UUID to None if there is no parent.')
-    parent = _parent_row(conn, parent_uuid, 'create') if parent_uuid else None
     now = api.utcnow()
-    if parent is None and conn.dialect.name == 'postgresql':
-        try:
-            provider_id = conn.execute(_INSERT_ROOT, {
-                'uuid': uuid, 'name': name, 'created_at': now}).scalar_one()
-        except api.CONSTRAINT_VIOLATION:
-            raise Clash()
-        changes.note(conn, [provider_id])
-        return ViewRow(provider_id, uuid, name, 0, now, None, None, uuid)
-    try:
-        provider_id = conn.execute(_INSERT, {
-            'uuid': uuid, 'name': name, 'generation': 0, 'created_at': now,
-            'parent_provider_id': parent['id'] if parent else None,
-            'root_provider_id': parent['root_provider_id'] if parent else None,
-        }).inserted_primary_key[0]
-    except api.CONSTRAINT_VIOLATION:
-        raise Clash()
+    if not parent_uuid:
+        # Nothing reads a new root before its write ends: its row, made its
+        # own root, waits for the change record's round trip, which finds
+        # it by uuid. Everything the view shows is known.
+        api.insert_later(conn, RP, [{'uuid': uuid, 'name': name, 'generation': 0,
+                                     'created_at': now}])
+        api.send_later(conn, 'UPDATE resource_providers SET root_provider_id = id '
+                             'WHERE id = %s' % _LAST_ID[conn.dialect.name])
+        changes.note_created(conn, uuid)
+        return ViewRow(None, uuid, name, 0, now, None, None, uuid)
+    parent = _parent_row(conn, parent_uuid, 'create')
+    provider_id = conn.execute(_INSERT, {
+        'uuid': uuid, 'name': name, 'generation': 0, 'created_at': now,
+        'parent_provider_id': parent['id'], 'root_provider_id': parent['root_provider_id'],
+    }).inserted_primary_key[0]
     changes.note(conn, [provider_id])
-    if parent is not None:
-        return get_view(conn, uuid)
-    # Nothing reads it before the write ends: it can wait for the record.
-    api.send_later(conn, 'UPDATE resource_providers SET root_provider_id = %d WHERE id = %d'
-                   % (provider_id, provider_id))
-    # A new root: everything the view shows is known.
-    return ViewRow(provider_id, uuid, name, 0, now, None, None, uuid)
+    return get_view(conn, uuid)
 
 
 def _subtree_ids(conn, row):

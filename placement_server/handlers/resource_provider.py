@@ -76,7 +76,7 @@ def _create(database, uuid, name, parent_uuid):
     try:
         with database.writer() as conn:
             return db.create(conn, uuid, name, parent_uuid)
-    except db.Clash:
+    except api.CONSTRAINT_VIOLATION:   # a new root's: at the commit
         with database.reader() as conn:
             raise db.clash_error(conn, uuid, name)
 

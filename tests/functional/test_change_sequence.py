@@ -15,6 +15,8 @@ import pytest
 import sqlalchemy as sa
 
 from placement_server.db import changes
+from placement_server.db import inventories
+from placement_server.db import providers
 from placement_server.db import tables
 from tests.functional import client as client_mod
 
@@ -137,6 +139,39 @@ def test_a_refused_create_takes_no_number(api, database, seq):
         'name': 'orphan', 'parent_provider_uuid': str(uuidlib.uuid4())}), 400)
     assert seq.changed(bumps=0) == set()
     assert change_rows(database) == before
+
+
+def test_a_write_creating_a_root_and_naming_it_by_id_too_notes_it_once(database, seq):
+    # A new root's change row is found by uuid (its row goes with the
+    # record); a later statement of the same write names it by id as well.
+    uuid = str(uuidlib.uuid4())
+    with database.writer() as conn:
+        providers.create(conn, uuid, 'cn1')
+        inventories.replace_inventories(conn, providers.get(conn, uuid), {'VCPU': {
+            'total': 8, 'reserved': 0, 'min_unit': 1, 'max_unit': 8, 'step_size': 1,
+            'allocation_ratio': 1.0}})
+    assert seq.changed() == ids(database, uuid)
+    with database.reader() as conn:
+        row = providers.get(conn, uuid)
+    assert row['root_provider_id'] == row['id']
+
+
+def test_creating_a_root_without_its_shards_counter_refuses_and_leaves_nothing(
+        database, api):
+    uuid = str(uuidlib.uuid4())
+    shard = uuidlib.UUID(uuid).int % changes.SHARDS
+    with database.writer() as conn:
+        seq_, floor = conn.exec_driver_sql(
+            'SELECT seq, floor FROM resource_view_counters WHERE shard = %d' % shard).one()
+        conn.exec_driver_sql('DELETE FROM resource_view_counters WHERE shard = %d' % shard)
+    try:
+        resp = api.post('/resource_providers', {'name': 'cn1', 'uuid': uuid})
+        assert resp.status_int == 500
+        client_mod.error(api.get('/resource_providers/%s' % uuid), 404)
+    finally:
+        with database.writer() as conn:
+            conn.exec_driver_sql('INSERT INTO resource_view_counters (shard, seq, floor) '
+                                 'VALUES (%d, %d, %d)' % (shard, seq_, floor))
 
 
 def test_renaming_notes_the_provider(api, database, seq):

@@ -63,6 +63,21 @@ def test_a_write_is_its_statements_with_begin_and_commit_folded_in(pg_database, 
     assert got['resource_provider_generation'] == 1
 
 
+def test_creating_a_root_is_one_round_trip(pg_database, sent):
+    api = client_mod.Client(client_mod.make_app(pg_database))
+    resp = api.post('/resource_providers', {'name': 'cn1'}, version='1.20')
+    assert resp.status_int == 200, resp.body
+    # the row, made its own root; the record, finding it by uuid; COMMIT
+    assert len(sent) == 1, sent
+    assert sent[0].startswith('BEGIN;INSERT INTO resource_providers'), sent[0]
+    assert re.search(r';UPDATE resource_providers SET root_provider_id = id WHERE id = '
+                     r'lastval\(\);(PREPARE placement_\d+ AS WITH bump AS|EXECUTE placement_\d+)',
+                     sent[0]), sent[0]
+    assert sent[0].endswith(';COMMIT')
+    got = api.get('/resource_providers/%s' % resp.json['uuid'], version='1.20').json
+    assert got['root_provider_uuid'] == resp.json['uuid'] and got['generation'] == 0
+
+
 def test_the_writer_runs_in_autocommit_so_psycopg2_sends_no_begin_of_its_own(pg_database):
     with pg_database.writer() as conn:
         assert conn.connection.dbapi_connection.autocommit
@@ -184,8 +199,8 @@ def test_a_new_connection_plans_again(pg_database, sent):
     assert any('PREPARE placement_' in t for t in sent), sent
 
 
-def test_a_prepared_insert_refuses_too_long_a_name_rather_than_cutting_it(pg_database):
-    # (its parameters are cast to be typed up front: never to a length)
+def test_a_new_root_refuses_too_long_a_name_rather_than_cutting_it(pg_database):
+    # (its row goes with the record, written into the statement's text)
     with pytest.raises(Exception, match='value too long'):
         with pg_database.writer() as conn:
             providers.create(conn, '4f0b2c8e-0000-4000-8000-000000000001', 'x' * 201)
