@@ -186,6 +186,8 @@ class ResourceView:
         # Whatever answers a reader keeps per tree, dropped whenever the
         # view is loaded whole or names change (candidates' use it).
         self.answers: dict[Any, Any] = {}
+        # Whole answers kept while nothing changes (``kept``).
+        self._kept: dict[Any, tuple[int, Any, int]] = {}
         self._clear()
 
     def _clear(self) -> None:
@@ -253,8 +255,33 @@ class ResourceView:
         self.trait_names = {v: k for k, v in traits.items()}
         self.summaries.clear()   # class and trait names show in them
         self.answers.clear()
+        self._kept.clear()
         sharing_trait = traits.get(os_traits.MISC_SHARES_VIA_AGGREGATE)
         self.sharing = {rp for rp, ts in self.traits.items() if sharing_trait in ts}
+
+    # Whole answers kept: at most this many, of at most this many bytes in
+    # all (a list of 1000 providers is about 770 KB).
+    KEPT_ANSWERS = 8
+    KEPT_BYTES = 8 * 2 ** 20
+
+    def kept(self, key: Any, compute: Callable[[], tuple[bytes, Any]]) -> tuple[bytes, Any]:
+        """``compute()``'s answer (its body, and what goes with it) to the
+        request named ``key``, kept while the view stays as it is: any
+        change to a provider, or to the names of classes and traits,
+        makes the next request compute it again."""
+        entry = self._kept.pop(key, None)
+        if entry is not None and entry[0] == self.version:
+            answer = entry[1]
+        else:
+            answer = compute()
+        size = len(answer[0])
+        if size <= self.KEPT_BYTES:
+            kept = self._kept
+            kept[key] = (self.version, answer, size)   # the most recent last
+            while (len(kept) > self.KEPT_ANSWERS
+                   or sum(entry[2] for entry in kept.values()) > self.KEPT_BYTES):
+                del kept[next(iter(kept))]
+        return answer
 
     def last_modified(self, providers: Iterable[int]) -> datetime.datetime | None:
         """The newest creation or update time of these providers."""

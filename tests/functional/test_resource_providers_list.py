@@ -280,3 +280,67 @@ def test_list_is_a_fixed_number_of_queries(world, database):
         sa.event.remove(database.engine, 'before_cursor_execute', count)
     assert filtered == 2, [s[:60] for s in statements]
     assert unfiltered == 1, [s[:60] for s in statements]
+
+
+def test_an_unchanged_list_is_rendered_once_per_query_and_version(world, api, monkeypatch):
+    from placement_server.handlers import resource_provider
+    rendered = []
+    real = resource_provider.list_body
+    monkeypatch.setattr(resource_provider, 'list_body',
+                        lambda req, rows: rendered.append(len(rows)) or real(req, rows))
+    first = api.get('/resource_providers', version='1.14').body
+    assert api.get('/resource_providers', version='1.14').body == first
+    assert rendered == [4]
+    api.get('/resource_providers', version='1.0')
+    api.get('/resource_providers?member_of=%s' % AGG1, version='1.14')
+    assert rendered == [4, 4, 2]
+    _traits(api, CN2, 'HW_CPU_X86_AVX2')   # a new generation: rendered again
+    assert api.get('/resource_providers', version='1.14').body != first
+    assert rendered == [4, 4, 2, 4]
+
+
+def test_a_kept_list_shows_every_change_after_it(world, api):
+    def listed(query=''):
+        resp = api.get('/resource_providers' + query, version='1.18')
+        assert resp.status_int == 200, resp.body
+        return {rp['uuid']: rp for rp in resp.json['resource_providers']}
+    before = listed()
+    assert api.put('/resource_providers/%s' % CN2, {'name': 'renamed'},
+                   version='1.14').status_int == 200
+    assert listed()[CN2]['name'] == 'renamed'
+    _traits(api, SHARE, 'HW_CPU_X86_AVX2')
+    assert listed()[SHARE]['generation'] == before[SHARE]['generation'] + 1
+    assert api.put('/resource_providers/%s' % SHARE, {
+        'name': 'share', 'parent_provider_uuid': CN2}, version='1.14').status_int == 200
+    assert listed()[SHARE]['root_provider_uuid'] == CN2
+    new = 'c0a80101-0000-4000-8000-000000000009'
+    _post(api, 'cn9', new)
+    assert new in listed()
+    assert api.delete('/resource_providers/%s' % new).status_int == 204
+    assert new not in listed()
+    # a filter on a trait that does not exist yet, then does: names changed
+    resp = api.get('/resource_providers?required=CUSTOM_GOLD', version='1.18')
+    assert resp.status_int == 400 and 'No such trait(s): CUSTOM_GOLD' in resp.text
+    assert api.put('/traits/CUSTOM_GOLD', version='1.14').status_int == 201
+    assert listed('?required=CUSTOM_GOLD') == {}
+    _traits(api, CN2, 'CUSTOM_GOLD')
+    assert set(listed('?required=CUSTOM_GOLD')) == {CN2}
+    # a kept answer naming a trait that is then deleted: names changed
+    assert api.put('/traits/CUSTOM_SILVER', version='1.18').status_int == 201
+    assert listed('?required=CUSTOM_SILVER') == {}
+    assert api.delete('/traits/CUSTOM_SILVER', version='1.18').status_int == 204
+    assert api.get('/resource_providers?required=CUSTOM_SILVER',
+                   version='1.18').status_int == 400
+
+
+def test_a_list_larger_than_what_is_kept_is_rendered_each_time(world, api, monkeypatch):
+    from placement_server import view
+    from placement_server.handlers import resource_provider
+    monkeypatch.setattr(view.ResourceView, 'KEPT_BYTES', 100)
+    rendered = []
+    real = resource_provider.list_body
+    monkeypatch.setattr(resource_provider, 'list_body',
+                        lambda req, rows: rendered.append(len(rows)) or real(req, rows))
+    for _ in range(2):
+        assert api.get('/resource_providers', version='1.14').status_int == 200
+    assert rendered == [4, 4]
