@@ -67,7 +67,6 @@ _LOCK_PROVIDERS = (sa.select(RP).where(RP.c.uuid.in_(sa.bindparam('uuids', expan
 # Returning the providers that lose allocations: the change sequence notes them.
 _DELETE = (ALLOC.delete().where(ALLOC.c.consumer_id.in_(sa.bindparam('uuids', expanding=True)))
            .returning(ALLOC.c.resource_provider_id))
-_INSERT = ALLOC.insert()
 
 
 def _capacity_statement():
@@ -241,14 +240,15 @@ def write(conn, requests):
     if claims:
         _check_capacity(conn, claims, provider_rows, class_ids)
         now = api.utcnow()
-        conn.execute(_INSERT, [
+        # Nothing reads them before the write ends: with the record.
+        api.insert_later(conn, ALLOC, [
             {'consumer_id': r.consumer_uuid, 'resource_provider_id': provider_rows[rp]['id'],
              'resource_class_id': class_ids[rc], 'used': used, 'created_at': now}
             for r in requests for rp, res in r.allocations.items()
             for rc, used in res.items()])
-    for row in sorted(provider_rows.values(), key=lambda r: r['id']):
+    if provider_rows:
         try:
-            providers.increment_generation(conn, row['id'], row['generation'])
+            providers.bump_locked(conn, provider_rows.values())
         except providers.ConcurrentUpdate as e:
             raise ProviderGenerationConflict(e.detail)
     consumers.delete_if_no_allocations(conn, emptied)

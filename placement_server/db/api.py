@@ -454,6 +454,12 @@ def folds_the_record(conn):
     return bool(conn.info.get(_FOLDED)) and conn.dialect.name == 'mysql'
 
 
+def folded(conn):
+    """``conn`` is in a write whose ``send_later`` statements wait
+    (PostgreSQL, MySQL through PyMySQL); elsewhere they run at once."""
+    return bool(conn.info.get(_FOLDED))
+
+
 def rendered(conn, sql, params):
     """``sql`` with ``params`` quoted in by the driver, as it would send it."""
     with contextlib.closing(conn.connection.dbapi_connection.cursor()) as cursor:

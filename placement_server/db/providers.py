@@ -187,6 +187,28 @@ def increment_generation(conn, provider_id, expected):
     return expected + 1
 
 
+def bump_locked(conn, rows):
+    """generation += 1 on providers this transaction holds locked
+    (``get(..., for_update=True)``; rows with their id and generation).
+
+    No other writer can move a locked row, so in a folded write the
+    UPDATE, whose answer nobody needs, waits for the change record's
+    round trip (``api.send_later``); a Galera node's conflicting commit
+    still fails this one at its COMMIT, which is replayed. Elsewhere each
+    is ``increment_generation``, checked at once.
+    """
+    if not api.folded(conn):
+        for row in rows:
+            increment_generation(conn, row['id'], row['generation'])
+        return
+    ids = sorted(row['id'] for row in rows)
+    changes.note(conn, ids)
+    api.send_later(conn, api.rendered(
+        conn, 'UPDATE resource_providers SET generation = generation + 1, '
+              'updated_at = %%(now)s WHERE id IN (%s)' % ', '.join(map(str, ids)),
+        {'now': api.utcnow()}))
+
+
 def _links_query(column, key):
     """One statement for ``replace_links``: (key, id, linked) for each wanted
     key that exists, and for each key linked but not wanted."""

@@ -206,3 +206,24 @@ def test_a_new_root_refuses_too_long_a_name_rather_than_cutting_it(pg_database):
             providers.create(conn, '4f0b2c8e-0000-4000-8000-000000000001', 'x' * 201)
     with pg_database.reader() as conn:
         assert conn.exec_driver_sql('SELECT count(*) FROM resource_providers').scalar() == 0
+
+
+def test_a_claims_allocations_and_generations_go_with_the_record(pg_database, sent):
+    api = client_mod.Client(client_mod.make_app(pg_database), version='1.38')
+    rp = client_mod.make_provider(api, 'cn1', {'VCPU': {'total': 8}})
+    consumer = '0c0c0c0c-0000-4000-8000-000000000001'
+    del sent[:]
+    resp = api.put('/allocations/%s' % consumer, {
+        'allocations': {rp: {'resources': {'VCPU': 2}}}, 'consumer_generation': None,
+        'project_id': 'p', 'user_id': 'u', 'consumer_type': 'INSTANCE'})
+    assert resp.status_int == 204, resp.body
+    # the providers are locked: their rows and bump wait for the record
+    last = sent[-1]
+    assert last.startswith('INSERT INTO allocations'), last
+    assert ('UPDATE resource_providers SET generation = generation + 1' in last
+            and last.endswith(';COMMIT')), last
+    assert not any('INSERT INTO allocations' in t for t in sent[:-1]), sent
+    got = api.get('/resource_providers/%s' % rp).json
+    assert got['generation'] == 2
+    assert api.get('/allocations/%s' % consumer).json['allocations'][rp]['resources'] == {
+        'VCPU': 2}

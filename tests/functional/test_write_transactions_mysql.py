@@ -146,3 +146,24 @@ def test_a_savepoint_may_not_follow_rows_inserted_later(mysql_database):
     # not an error a savepoint's caller forgives
     assert not isinstance(raised.value, db_api.CONSTRAINT_VIOLATION)
     assert api.get('/resource_providers/%s' % rp).json['generation'] == 0
+
+
+def test_a_claims_allocations_and_generations_go_with_the_record(mysql_database, sent):
+    api = client_mod.Client(client_mod.make_app(mysql_database), version='1.38')
+    rp = client_mod.make_provider(api, 'cn1', {'VCPU': {'total': 8}})
+    consumer = '0c0c0c0c-0000-4000-8000-000000000001'
+    del sent[:]
+    resp = api.put('/allocations/%s' % consumer, {
+        'allocations': {rp: {'resources': {'VCPU': 2}}}, 'consumer_generation': None,
+        'project_id': 'p', 'user_id': 'u', 'consumer_type': 'INSTANCE'})
+    assert resp.status_int == 204, resp.body
+    # the providers are locked: their rows and bump wait for the record
+    last = sent[-1]
+    assert last.startswith('INSERT INTO allocations'), last
+    assert ('UPDATE resource_providers SET generation = generation + 1' in last
+            and last.endswith(';COMMIT')), last
+    assert not any('INSERT INTO allocations' in t for t in sent[:-1]), sent
+    got = api.get('/resource_providers/%s' % rp).json
+    assert got['generation'] == 2
+    assert api.get('/allocations/%s' % consumer).json['allocations'][rp]['resources'] == {
+        'VCPU': 2}
