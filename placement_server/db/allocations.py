@@ -218,11 +218,15 @@ def write(conn, requests):
     # that writers queueing on a busy provider wait as little as possible.
     uuids = [r.consumer_uuid for r in requests]
     existing = consumers.lock(conn, uuids)
+    had_allocations = []
     for request in requests:
         consumer, created = _ensure_consumer(
             conn, request, existing.get(request.consumer_uuid), known)
         if not created:
             consumers.increment_generation(conn, consumer)
+            # (A consumer this write created has none: every allocation
+            # has its consumer's row, and the insert found no row.)
+            had_allocations.append(request.consumer_uuid)
     wanted_rps = {u for r in requests for u in r.allocations}
     # Providers losing a consumer's whole allocation also change: their
     # generation moves too.
@@ -232,7 +236,8 @@ def write(conn, requests):
             sa.select(RP.c.uuid).distinct()
             .join(ALLOC, ALLOC.c.resource_provider_id == RP.c.id)
             .where(ALLOC.c.consumer_id.in_(emptied))).scalars())
-    changes.note(conn, conn.execute(_DELETE, {'uuids': uuids}).scalars())
+    if had_allocations:
+        changes.note(conn, conn.execute(_DELETE, {'uuids': had_allocations}).scalars())
 
     provider_rows = _lock_providers(conn, wanted_rps)
     claims = [(rp, rc, used) for r in requests

@@ -163,7 +163,19 @@ def test_a_claims_allocations_and_generations_go_with_the_record(mysql_database,
     assert ('UPDATE resource_providers SET generation = generation + 1' in last
             and last.endswith(';COMMIT')), last
     assert not any('INSERT INTO allocations' in t for t in sent[:-1]), sent
+    # a consumer this write created has no allocations to delete
+    assert not any('DELETE FROM allocations' in t for t in sent), sent
     got = api.get('/resource_providers/%s' % rp).json
     assert got['generation'] == 2
     assert api.get('/allocations/%s' % consumer).json['allocations'][rp]['resources'] == {
         'VCPU': 2}
+    # an existing consumer's allocations are replaced, not added to
+    del sent[:]
+    resp = api.put('/allocations/%s' % consumer, {
+        'allocations': {rp: {'resources': {'VCPU': 3}}}, 'consumer_generation': 1,
+        'project_id': 'p', 'user_id': 'u', 'consumer_type': 'INSTANCE'})
+    assert resp.status_int == 204, resp.body
+    assert any('DELETE FROM allocations' in t for t in sent), sent
+    assert api.get('/allocations/%s' % consumer).json['allocations'][rp]['resources'] == {
+        'VCPU': 3}
+    assert api.get('/resource_providers/%s/usages' % rp).json['usages'] == {'VCPU': 3}
