@@ -62,8 +62,10 @@ class ConsumerAllocations:
 # takes to run them.
 # key_share: PostgreSQL's FOR NO KEY UPDATE, which still lets other
 # transactions insert rows referencing these providers (traits...).
+# (MySQL: a new consumer's row rides with it, see ``consumers.create``)
 _LOCK_PROVIDERS = (sa.select(RP).where(RP.c.uuid.in_(sa.bindparam('uuids', expanding=True)))
-                   .order_by(RP.c.id).with_for_update(key_share=True))
+                   .order_by(RP.c.id).with_for_update(key_share=True)
+                   .execution_options(**{api.RIDES_PENDING: True}))
 # Returning the providers that lose allocations: the change sequence notes them.
 _DELETE = (ALLOC.delete().where(ALLOC.c.consumer_id.in_(sa.bindparam('uuids', expanding=True)))
            .returning(ALLOC.c.resource_provider_id))
@@ -270,7 +272,7 @@ def write_with_retry(db, requests, attempts=CONFLICT_RETRIES):
     """``write`` in its own transaction, replayed on provider generation races."""
     for attempt in range(1, attempts + 1):
         try:
-            with db.writer() as conn:
+            with consumers.raced('consumer'), db.writer() as conn:
                 return write(conn, requests)
         except (ProviderGenerationConflict, consumers.InsertRace):
             if attempt == attempts:

@@ -8,6 +8,8 @@ use. All of this happens in the caller's transaction; when a concurrent
 request inserted the same row first, ``InsertRace`` asks the caller to
 replay the transaction.
 """
+import contextlib
+
 import sqlalchemy as sa
 
 from placement_server.db import api
@@ -28,13 +30,19 @@ class InsertRace(providers.ConcurrentUpdate):
     round trips on every first use."""
 
 
+@contextlib.contextmanager
+def raced(what):
+    """A unique key already holding what was inserted here, as InsertRace."""
+    try:
+        yield
+    except api.CONSTRAINT_VIOLATION:
+        raise InsertRace('%s was created by another request meanwhile; try again.' % what)
+
+
 def _insert(conn, table, values):
     """Insert a row; its id, or InsertRace when a unique key already holds it."""
-    try:
+    with raced(table.name.rstrip('s')):
         return conn.execute(table.insert(), values).inserted_primary_key[0]
-    except api.CONSTRAINT_VIOLATION:
-        raise InsertRace('%s was created by another request meanwhile; try again.'
-                         % table.name.rstrip('s'))
 
 
 def _id_of(conn, table, column, value):
@@ -104,11 +112,16 @@ def get(conn, uuid):
 
 def create(conn, uuid, project, user, type_id):
     """Insert a consumer at generation 1, as its first write leaves it; the
-    row (as ``lock`` gives it). InsertRace if it appeared meanwhile."""
+    row as ``lock`` gives it, without its id.
+
+    The row goes with the write's next statement (``api.insert_later``),
+    so a consumer another request inserted meanwhile is found there, or
+    at the commit: the caller turns it into InsertRace (``raced``).
+    """
     values = dict(uuid=uuid, project_id=project, user_id=user, generation=1,
                   consumer_type_id=type_id)
-    consumer_id = _insert(conn, CONSUMER, dict(values, created_at=api.utcnow()))
-    return dict(values, id=consumer_id)
+    api.insert_later(conn, CONSUMER, [dict(values, created_at=api.utcnow())])
+    return values
 
 
 def update(conn, consumer, project, user, type_id):

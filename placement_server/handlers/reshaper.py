@@ -3,6 +3,7 @@ from placement_server import errors
 from placement_server import util
 from placement_server.db import allocations
 from placement_server.db import api
+from placement_server.db import consumers as consumers_db
 from placement_server.db import inventories
 from placement_server.db import reshaper as db
 from placement_server.schemas import inventory as inventory_schema
@@ -45,7 +46,8 @@ def reshape(req):
     data = util.extract_json(req, schema.for_version(req.version))
     wanted = _inventories(data['inventories'])
     consumers = _consumers(data['allocations'])
-    with req.db.writer() as conn:
+    # (a consumer inserted meanwhile shows at the write's next statement)
+    with consumers_db.raced('consumer'), req.db.writer() as conn:
         db.reshape(conn, wanted, consumers)
     return util.no_content()
 

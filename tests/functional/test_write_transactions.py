@@ -239,3 +239,12 @@ def test_a_claims_allocations_and_generations_go_with_the_record(pg_database, se
     assert api.get('/allocations/%s' % consumer).json['allocations'][rp]['resources'] == {
         'VCPU': 3}
     assert api.get('/resource_providers/%s/usages' % rp).json['usages'] == {'VCPU': 3}
+    # a new consumer of known names: read the names, lock the consumer; its
+    # row with the lock of the providers; read their capacity; the rest
+    del sent[:]
+    resp = api.put('/allocations/%s' % '0c0c0c0c-0000-4000-8000-000000000002', {
+        'allocations': {rp: {'resources': {'VCPU': 1}}}, 'consumer_generation': None,
+        'project_id': 'p', 'user_id': 'u', 'consumer_type': 'INSTANCE'})
+    assert resp.status_int == 204, resp.body
+    assert len(sent) == 5, sent
+    assert 'INSERT INTO consumers' in sent[2] and 'FOR ' in sent[2], sent[2]
