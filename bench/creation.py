@@ -16,7 +16,7 @@ the server's workers and by the database's processes (all of them: the
 machine runs nothing else).
 
     PLACEMENT_UPSTREAM_VENV=.venv-upstream .venv/bin/python bench/creation.py \\
-        --engine postgresql --engine mysql --providers 1000
+        --engine postgresql --engine mysql --providers 1000 [--rounds 3]
 
 writes bench/results/creation-<engine>-<n>.json and prints a table.
 """
@@ -117,20 +117,23 @@ def run_once(engine, name, providers, workers):
 def main():
     parser = harness.side_by_side_parser(__doc__, servers=SERVERS)
     parser.add_argument('--providers', type=int, default=1000)
+    parser.add_argument('--rounds', type=int, default=1,
+                        help='times to run the order and its reverse (the machine drifts)')
     args = parser.parse_args()
     order = [s for s in ORDER if s in (args.server or ORDER)]
     for engine in args.engine or ['postgresql']:
         runs = {name: [] for name in order}
-        for name in order + order[::-1]:
-            runs[name].append(run_once(engine, name, args.providers, args.workers))
-            print(engine, name, runs[name][-1], flush=True)
+        for _ in range(args.rounds):
+            for name in order + order[::-1]:
+                runs[name].append(run_once(engine, name, args.providers, args.workers))
+                print(engine, name, runs[name][-1], flush=True)
         summary = {name: {key: statistics.mean(r[key] for r in got) for key in got[0]}
                    for name, got in runs.items()}
         harness.save(os.path.join(harness.TOP, 'bench', 'results', 'creation-%s-%d.json'
                                   % (engine, args.providers)),
                      {'runs': runs, 'mean': summary, 'workers': args.workers})
         print('\n%s, %d providers, %d workers (mean of %d runs each)'
-              % (engine, args.providers, args.workers, 2))
+              % (engine, args.providers, args.workers, 2 * args.rounds))
         print('| server | seconds | placeload CPU | workers CPU | database CPU |')
         print('|---|---|---|---|---|')
         for name, figures in summary.items():
@@ -140,6 +143,10 @@ def main():
         if 'ours' in summary and 'upstream' in summary:
             print('upstream / ours: %.2fx' % (summary['upstream']['seconds']
                                              / summary['ours']['seconds']))
+            # each run of ours against the upstream run next to it
+            print('run by run: %s' % ', '.join(
+                '%.2fx' % (theirs['seconds'] / mine['seconds'])
+                for mine, theirs in zip(runs['ours'], runs['upstream'])))
 
 
 if __name__ == '__main__':
