@@ -51,13 +51,15 @@ _GET_ALL = (sa.select(RC.c.name.label('resource_class'), INV)
             .join(RC, RC.c.id == INV.c.resource_class_id)
             .where(_MINE).order_by(RC.c.name))
 # For a replace, in one statement: each wanted class (its id, and the
-# provider's inventory of it if any), then the inventories not wanted.
+# provider's inventory of it if any), then the inventories not wanted;
+# only the columns a replace reads (each costs the driver a description).
 _WANTED = sa.bindparam('names', expanding=True)
+_CURRENT = [INV.c[f] for f in FIELDS] + [INV.c.created_at, INV.c.updated_at]
 _CLASSES_AND_CURRENT = prepared(sa.union_all(
-    sa.select(RC.c.name.label('resource_class'), RC.c.id.label('class_id'), INV)
+    sa.select(RC.c.name.label('resource_class'), RC.c.id.label('class_id'), *_CURRENT)
     .select_from(RC.outerjoin(INV, sa.and_(INV.c.resource_class_id == RC.c.id, _MINE)))
     .where(RC.c.name.in_(_WANTED)),
-    sa.select(RC.c.name, RC.c.id, INV)
+    sa.select(RC.c.name, RC.c.id, *_CURRENT)
     .join(RC, RC.c.id == INV.c.resource_class_id)
     .where(_MINE, RC.c.name.not_in(_WANTED))))
 
@@ -116,12 +118,12 @@ def write_all(conn, provider, inventories, current=None):
     rows, class_ids, current = current, {}, {}
     for row in rows:
         class_ids[row['resource_class']] = row['class_id']
-        if row['id'] is not None:
+        if row['total'] is not None:   # (a column no inventory leaves NULL)
             current[row['resource_class']] = row
     unknown = set(inventories) - set(class_ids)
     if unknown:
         raise errors.ResourceClassNotFound('No such resource class %s.' % min(unknown))
-    gone = {rc: row['resource_class_id'] for rc, row in current.items()
+    gone = {rc: row['class_id'] for rc, row in current.items()
             if rc not in inventories}
     _check_not_in_use(conn, provider, gone)
     now = api.utcnow()
@@ -137,7 +139,8 @@ def write_all(conn, provider, inventories, current=None):
                                  resource_class_id=class_ids[rc], created_at=now))
             stored[rc] = dict(values, created_at=now, updated_at=None)
         elif any(current[rc][f] != values[f] for f in FIELDS):
-            conn.execute(INV.update().where(INV.c.id == current[rc]['id'])
+            conn.execute(INV.update().where(INV.c.resource_provider_id == provider['id'],
+                                            INV.c.resource_class_id == class_ids[rc])
                          .values(updated_at=now, **values))
             stored[rc] = dict(values, created_at=current[rc]['created_at'], updated_at=now)
         else:
