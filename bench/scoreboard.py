@@ -95,7 +95,10 @@ def creation_with_floor(suffixes):
 
 CORE = (('claim allocation', 'PUT /allocations/{c}', 3),
         ('claim allocations (POST)', 'POST /allocations', 3),
-        ('create provider', 'POST /resource_providers, one at a time', 3),
+        # (not a cell: issue 15 holds creation to 3x under placeload's
+        # concurrency, the tables above; this is one create's latency with
+        # a Python client's own ~2 ms in both servers' figures)
+        ('create provider', 'POST /resource_providers, one at a time', None),
         ('list providers', 'GET /resource_providers (1000)', 5),
         ('list providers by resources', 'GET /resource_providers?resources=', 5),
         ('list providers by aggregate', 'GET /resource_providers?member_of=', 5))
@@ -113,7 +116,8 @@ def core_calls(suffixes):
                 cells.append('n/a')
                 continue
             cells.append(_ratio(found['upstream'][call]['p50'], found['ours'][call]['p50']))
-        print('| %s | %dx | %s |' % (shown, target, ' | '.join(cells)))
+        print('| %s | %s | %s |' % (shown, '%dx' % target if target else 'none (see creation)',
+                                    ' | '.join(cells)))
 
 
 def main():
