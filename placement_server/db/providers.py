@@ -118,14 +118,17 @@ def _taken_and_read(read):
 
 def _read_after_take(read):
     """MySQL: ``read`` for the provider the statement before took (its id
-    is LAST_INSERT_ID(), see ``_TAKE_MYSQL``), each row (one, NULLs, if
-    the read finds none) with whether it took one (ROW_COUNT()). Sent
-    with the take in one round trip (``api.RIDES_PENDING``)."""
-    taken = sa.select(sa.func.row_count().label('taken'),
-                      sa.func.last_insert_id().label('taken_id')).subquery('taken')
-    rows = _swapped(read, sa.func.last_insert_id()).subquery('read')
-    return (sa.select(taken.c.taken, taken.c.taken_id, rows)
-            .select_from(taken.outerjoin(rows, sa.true()))
+    is LAST_INSERT_ID(), see ``_TAKE_MYSQL``), after one row saying
+    whether it took one (ROW_COUNT()) and which, NULLs for the read's
+    columns. Sent with the take in one round trip (``api.RIDES_PENDING``).
+    (A UNION of the row and the read, not a join of the two: MariaDB
+    materialises a derived table, a tenth of the statement's cost.)"""
+    swapped = _swapped(read, sa.func.last_insert_id())
+    parts = swapped.selects if isinstance(swapped, sa.CompoundSelect) else [swapped]
+    taken = sa.select(*[sa.null().label(c.key) for c in read.selected_columns],
+                      sa.func.row_count().label('taken'),
+                      sa.func.last_insert_id().label('taken_id'))
+    return (sa.union_all(taken, *[part.add_columns(sa.null(), sa.null()) for part in parts])
             .execution_options(**{api.RIDES_PENDING: True}))
 
 
@@ -159,11 +162,14 @@ def take_and_read(conn, uuid, expected, read, params, conflict=CONFLICT):
         api.send_later(conn, api.rendered(conn, compiled.string,
                                           compiled.construct_params(take_params)))
         rows = conn.execute(statement, params).mappings().all()
-        rows = rows if rows[0]['taken'] == 1 else []
+        marker = next(row for row in rows if row['taken'] is not None)
+        rows = rows if marker['taken'] == 1 else []
+        provider_id = marker['taken_id']
     if not rows:
         raise ConcurrentUpdate(conflict.format(
             expected=expected, actual=get(conn, uuid)['generation']))
-    provider_id = rows[0]['taken_id']
+    if dialect == 'postgresql':
+        provider_id = rows[0]['taken_id']
     changes.note(conn, [provider_id])
     first = read.selected_columns[0].key
     return ({'id': provider_id, 'uuid': uuid, 'generation': expected + 1},
