@@ -21,12 +21,11 @@ import tempfile
 import time
 import uuid
 
-import psutil
-
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import harness  # noqa: E402
-from bench.creation import DATABASE_PROCESSES  # noqa: E402
+from bench.creation import _cpu  # noqa: E402
+from bench.creation import _database_processes  # noqa: E402
 
 AGGREGATE = str(uuid.uuid4())
 INVENTORY = {'VCPU': {'total': 8}, 'MEMORY_MB': {'total': 4096}, 'DISK_GB': {'total': 100}}
@@ -67,18 +66,6 @@ def _call(app, method, path, body):
         raise RuntimeError('%s %s: %s %s' % (method, path, status[0], body[:300]))
 
 
-def _database_cpu(engine):
-    total = 0.0
-    for proc in psutil.process_iter(['name']):
-        if proc.info['name'] in DATABASE_PROCESSES[engine]:
-            try:
-                times = proc.cpu_times()
-                total += times.user + times.system
-            except psutil.Error:
-                pass
-    return total
-
-
 def run(engine, providers):
     with harness.ScratchDatabase(engine, tempfile.mkdtemp(), 'writes') as db:
         app = _application(db.url)
@@ -86,11 +73,12 @@ def run(engine, providers):
         for round_ in range(2):   # the first warms up
             uuids = [str(uuid.uuid4()) for _ in range(providers)]
             for name, request in WRITES:
-                db0, app0, wall0 = _database_cpu(engine), time.process_time(), time.perf_counter()
+                database = _database_processes(engine)
+                db0, app0, wall0 = _cpu(database), time.process_time(), time.perf_counter()
                 for u in uuids:
                     _call(app, *request(u))
                 costs[name] = [(time.process_time() - app0) / providers * 1e6,
-                               (_database_cpu(engine) - db0) / providers * 1e6,
+                               (_cpu(database) - db0) / providers * 1e6,
                                (time.perf_counter() - wall0) / providers * 1e6]
     print('\n%s, %d providers, one writer' % (engine, providers))
     print('| write | application CPU us | database CPU us | wall us |')

@@ -1,0 +1,49 @@
+"""What the PostgreSQL and the MariaDB write tests both check of a write's
+round trips, given each engine's recording of what the driver is asked to
+send (their ``sent`` fixtures)."""
+from tests.functional import client as client_mod
+
+
+def check_claims_go_with_the_record(database, sent):
+    """A claim's allocation rows and generation bump ride with the record;
+    a new consumer's claim is five round trips, its row with the
+    providers' lock; an existing consumer's allocations are replaced."""
+    api = client_mod.Client(client_mod.make_app(database), version='1.38')
+    rp = client_mod.make_provider(api, 'cn1', {'VCPU': {'total': 8}})
+    consumer = '0c0c0c0c-0000-4000-8000-000000000001'
+    del sent[:]
+    resp = api.put('/allocations/%s' % consumer, {
+        'allocations': {rp: {'resources': {'VCPU': 2}}}, 'consumer_generation': None,
+        'project_id': 'p', 'user_id': 'u', 'consumer_type': 'INSTANCE'})
+    assert resp.status_int == 204, resp.body
+    # the providers are locked: their rows and bump wait for the record
+    last = sent[-1]
+    assert last.startswith('INSERT INTO allocations'), last
+    assert ('UPDATE resource_providers SET generation = generation + 1' in last
+            and last.endswith(';COMMIT')), last
+    assert not any('INSERT INTO allocations' in t for t in sent[:-1]), sent
+    # a consumer this write created has no allocations to delete
+    assert not any('DELETE FROM allocations' in t for t in sent), sent
+    got = api.get('/resource_providers/%s' % rp).json
+    assert got['generation'] == 2
+    assert api.get('/allocations/%s' % consumer).json['allocations'][rp]['resources'] == {
+        'VCPU': 2}
+    # an existing consumer's allocations are replaced, not added to
+    del sent[:]
+    resp = api.put('/allocations/%s' % consumer, {
+        'allocations': {rp: {'resources': {'VCPU': 3}}}, 'consumer_generation': 1,
+        'project_id': 'p', 'user_id': 'u', 'consumer_type': 'INSTANCE'})
+    assert resp.status_int == 204, resp.body
+    assert any('DELETE FROM allocations' in t for t in sent), sent
+    assert api.get('/allocations/%s' % consumer).json['allocations'][rp]['resources'] == {
+        'VCPU': 3}
+    assert api.get('/resource_providers/%s/usages' % rp).json['usages'] == {'VCPU': 3}
+    # a new consumer of known names: read the names, lock the consumer; its
+    # row with the lock of the providers; read their capacity; the rest
+    del sent[:]
+    resp = api.put('/allocations/%s' % '0c0c0c0c-0000-4000-8000-000000000002', {
+        'allocations': {rp: {'resources': {'VCPU': 1}}}, 'consumer_generation': None,
+        'project_id': 'p', 'user_id': 'u', 'consumer_type': 'INSTANCE'})
+    assert resp.status_int == 204, resp.body
+    assert len(sent) == 5, sent
+    assert 'INSERT INTO consumers' in sent[2] and 'FOR ' in sent[2], sent[2]
