@@ -4,6 +4,20 @@ send (their ``sent`` fixtures)."""
 from tests.functional import client as client_mod
 
 
+def create_root(database):
+    """A root provider created through the API (1.20): (client, uuid)."""
+    api = client_mod.Client(client_mod.make_app(database))
+    resp = api.post('/resource_providers', {'name': 'cn1'}, version='1.20')
+    assert resp.status_int == 200, resp.body
+    return api, resp.json['uuid']
+
+
+def check_own_root(api, uuid):
+    """The provider is its own root, at generation 0."""
+    got = api.get('/resource_providers/%s' % uuid, version='1.20').json
+    assert got['root_provider_uuid'] == uuid and got['generation'] == 0
+
+
 def check_claims_go_with_the_record(database, sent):
     """A claim's allocation rows and generation bump ride with the record;
     a new consumer's claim is five round trips, its row with the

@@ -65,9 +65,7 @@ def test_a_write_is_its_statements_with_begin_and_commit_folded_in(pg_database, 
 
 
 def test_creating_a_root_is_one_round_trip(pg_database, sent):
-    api = client_mod.Client(client_mod.make_app(pg_database))
-    resp = api.post('/resource_providers', {'name': 'cn1'}, version='1.20')
-    assert resp.status_int == 200, resp.body
+    api, uuid = round_trips.create_root(pg_database)
     # the row, made its own root; the record, finding it by uuid; COMMIT
     assert len(sent) == 1, sent
     assert sent[0].startswith('BEGIN;INSERT INTO resource_providers'), sent[0]
@@ -75,8 +73,7 @@ def test_creating_a_root_is_one_round_trip(pg_database, sent):
                      r'lastval\(\);(PREPARE placement_\d+ AS WITH bump AS|EXECUTE placement_\d+)',
                      sent[0]), sent[0]
     assert sent[0].endswith(';COMMIT')
-    got = api.get('/resource_providers/%s' % resp.json['uuid'], version='1.20').json
-    assert got['root_provider_uuid'] == resp.json['uuid'] and got['generation'] == 0
+    round_trips.check_own_root(api, uuid)
 
 
 def test_the_writer_runs_in_autocommit_so_psycopg2_sends_no_begin_of_its_own(pg_database):

@@ -70,18 +70,15 @@ def test_the_last_rows_the_record_and_commit_are_one_round_trip(mysql_database, 
 
 
 def test_creating_a_root_is_one_round_trip(mysql_database, sent):
-    api = client_mod.Client(client_mod.make_app(mysql_database))
-    resp = api.post('/resource_providers', {'name': 'cn1'}, version='1.20')
-    assert resp.status_int == 200, resp.body
+    api, uuid = round_trips.create_root(mysql_database)
     # the row, made its own root; the record, finding it by uuid; COMMIT
     assert len(sent) == 1, sent
     assert sent[0].startswith('INSERT INTO resource_providers'), sent[0]
     assert (';UPDATE resource_providers SET root_provider_id = id WHERE id = LAST_INSERT_ID();'
             'UPDATE resource_view_counters') in sent[0], sent[0]
-    assert "WHERE uuid IN ('%s')" % resp.json['uuid'] in sent[0] and sent[0].endswith(';COMMIT')
+    assert "WHERE uuid IN ('%s')" % uuid in sent[0] and sent[0].endswith(';COMMIT')
     assert '<commit>' not in sent
-    got = api.get('/resource_providers/%s' % resp.json['uuid'], version='1.20').json
-    assert got['root_provider_uuid'] == resp.json['uuid'] and got['generation'] == 0
+    round_trips.check_own_root(api, uuid)
 
 
 def test_an_error_of_the_records_later_statements_fails_the_write(mysql_database):
