@@ -3,6 +3,27 @@ round trips, given each engine's recording of what the driver is asked to
 send (their ``sent`` fixtures)."""
 from tests.functional import client as client_mod
 
+INVENTORIES = {'VCPU': {'total': 8}, 'MEMORY_MB': {'total': 1024}}
+
+
+def put_inventories(database, sent):
+    """A provider given INVENTORIES (PUT, at generation 0), with ``sent``
+    holding only what that write sent: (client, provider uuid)."""
+    api = client_mod.Client(client_mod.make_app(database))
+    rp = client_mod.make_provider(api, 'cn1')
+    del sent[:]
+    resp = api.put('/resource_providers/%s/inventories' % rp, {
+        'resource_provider_generation': 0, 'inventories': INVENTORIES})
+    assert resp.status_int == 200, resp.body
+    return api, rp
+
+
+def check_inventories(api, rp):
+    """The provider holds INVENTORIES, at generation 1."""
+    got = api.get('/resource_providers/%s/inventories' % rp).json
+    assert set(got['inventories']) == set(INVENTORIES)
+    assert got['resource_provider_generation'] == 1
+
 
 def create_root(database):
     """A root provider created through the API (1.20): (client, uuid)."""

@@ -43,13 +43,7 @@ def _provider(api):
 
 
 def test_a_write_is_its_statements_with_begin_and_commit_folded_in(pg_database, sent):
-    api = client_mod.Client(client_mod.make_app(pg_database))
-    rp = _provider(api)
-    del sent[:]
-    resp = api.put('/resource_providers/%s/inventories' % rp, {
-        'resource_provider_generation': 0,
-        'inventories': {'VCPU': {'total': 8}, 'MEMORY_MB': {'total': 1024}}})
-    assert resp.status_int == 200, resp.body
+    api, rp = round_trips.put_inventories(pg_database, sent)
     # generation check and bump with the read of classes and what the
     # provider has; the insert, the change record and COMMIT: two round trips
     assert len(sent) == 2, sent
@@ -59,9 +53,7 @@ def test_a_write_is_its_statements_with_begin_and_commit_folded_in(pg_database, 
     assert re.search(r';(PREPARE placement_\d+ AS WITH bump AS|EXECUTE placement_\d+)',
                      sent[-1]), sent[-1]
     assert not any(t.strip().upper() in ('BEGIN', 'COMMIT', 'ROLLBACK') for t in sent)
-    got = api.get('/resource_providers/%s/inventories' % rp).json
-    assert set(got['inventories']) == {'VCPU', 'MEMORY_MB'}
-    assert got['resource_provider_generation'] == 1
+    round_trips.check_inventories(api, rp)
 
 
 def test_creating_a_root_is_one_round_trip(pg_database, sent):

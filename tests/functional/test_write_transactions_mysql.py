@@ -46,13 +46,7 @@ def sent(mysql_database):
 
 
 def test_the_last_rows_the_record_and_commit_are_one_round_trip(mysql_database, sent):
-    api = client_mod.Client(client_mod.make_app(mysql_database))
-    rp = client_mod.make_provider(api, 'cn1')
-    del sent[:]
-    resp = api.put('/resource_providers/%s/inventories' % rp, {
-        'resource_provider_generation': 0,
-        'inventories': {'VCPU': {'total': 8}, 'MEMORY_MB': {'total': 1024}}})
-    assert resp.status_int == 200, resp.body
+    api, rp = round_trips.put_inventories(mysql_database, sent)
     # the generation check with the read of classes and what the provider
     # has; the insert, the record and COMMIT
     assert len(sent) == 2, sent
@@ -64,9 +58,7 @@ def test_the_last_rows_the_record_and_commit_are_one_round_trip(mysql_database, 
     assert last.startswith('INSERT INTO inventories'), last
     assert ';UPDATE resource_view_counters' in last and last.endswith(';COMMIT')
     assert '<commit>' not in sent
-    got = api.get('/resource_providers/%s/inventories' % rp).json
-    assert set(got['inventories']) == {'VCPU', 'MEMORY_MB'}
-    assert got['resource_provider_generation'] == 1
+    round_trips.check_inventories(api, rp)
 
 
 def test_creating_a_root_is_one_round_trip(mysql_database, sent):
