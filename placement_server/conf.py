@@ -1,51 +1,31 @@
 """The placement server's configuration options (oslo.config)."""
-import os
+import copy
 
 from oslo_config import cfg
+from oslo_db import options as db_options
 from oslo_middleware import cors
 
-
-def default_state_dir():
-    base = os.environ.get('XDG_STATE_HOME') or os.path.expanduser('~/.local/state')
-    return os.path.join(base, 'placement')
-
-
-def default_connection():
-    return 'sqlite:///' + os.path.join(default_state_dir(), 'placement.sqlite')
+# oslo.db's options, as upstream placement reads them under
+# [placement_database]; connection has no default: a process without a
+# database refuses to run (placement_server.db.config). One default differs:
+# fewer overflow connections, as each of our workers serves one request at
+# a time.
+_DATABASE_DEFAULTS = {'max_overflow': 10}
 
 
-database_opts = [
-    cfg.StrOpt('connection', secret=True,
-               sample_default='sqlite:////var/lib/placement/placement.sqlite',
-               default=default_connection(),
-               help='SQLAlchemy URL of the placement database: sqlite:///PATH '
-                    '(the embedded default), postgresql://USER@HOST/DB or '
-                    'mysql+pymysql://USER@HOST/DB.'),
+def _database_opts():
+    opts = []
+    for opt in db_options.database_opts:
+        if opt.name in _DATABASE_DEFAULTS:
+            opt = copy.deepcopy(opt)
+            opt.default = _DATABASE_DEFAULTS[opt.name]
+        opts.append(opt)
+    return opts
+
+
+database_opts = _database_opts() + [
     cfg.BoolOpt('sync_on_startup', default=False,
                 help='Create or upgrade the schema when the service starts.'),
-    # The rest are oslo.db's options of the same names (not for SQLite).
-    cfg.IntOpt('max_pool_size', default=5, min=1,
-               help='Connections each worker keeps open.'),
-    cfg.IntOpt('max_overflow', default=10, min=0,
-               help='Connections a worker may open beyond the pool.'),
-    cfg.IntOpt('pool_timeout', min=1,
-               help='Seconds to wait for a connection from the pool '
-                    '(unset: 30).'),
-    cfg.IntOpt('connection_recycle_time', default=3600,
-               help='Connections older than this many seconds are replaced '
-                    'when next taken from the pool.'),
-    cfg.StrOpt('mysql_sql_mode', default='TRADITIONAL',
-               help='The SQL mode of MySQL/MariaDB sessions; an empty value '
-                    'leaves the server\'s.'),
-    cfg.IntOpt('mysql_wsrep_sync_wait', min=0, max=15,
-               help='Galera only: wsrep_sync_wait of every session. 1 makes '
-                    'each read wait until its node has applied every write '
-                    'the cluster committed before it, so a client sees its '
-                    'own writes through any API host (recommended when API '
-                    'hosts use different nodes). Unset: the server\'s.'),
-    cfg.StrOpt('connection_parameters', default='',
-               help='Extra query parameters for the connection URL, e.g. '
-                    '"connect_timeout=5".'),
 ]
 
 api_opts = [
