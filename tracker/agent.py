@@ -20,6 +20,8 @@ from tracker import agent_opts
 from tracker import audit as audit_mod
 from tracker import metrics as metrics_mod
 from tracker import notify
+from tracker import nova_audit
+from tracker import nova_compute
 from tracker import rpc
 from tracker import systemd
 from tracker.drivers import load_driver
@@ -79,6 +81,9 @@ class Agent(service.ServiceBase):
         self._rpc_server = None
         self._metrics_server = None
         self._hardware_monitor = None
+        self.compute_node = None      # beside nova-compute: nova's root uuid
+        self._ages = None             # beside nova-compute: consumers' ages
+        self._reported = set()        # beside nova-compute: findings notified
 
     @property
     def last_snapshot(self):
@@ -92,6 +97,10 @@ class Agent(service.ServiceBase):
             # the fake driver reports a host of its own: the agent (RPC
             # server, publisher, ownership file) takes its name
             self.host = self.driver.configured_host() or self.host
+        if self._ages is None:
+            # nova's compute_id decides, once: beside nova-compute or not
+            self.compute_node = nova_compute.compute_node_uuid(self.conf)
+            self._ages = nova_audit.ages_for(self.conf, self.host)
         if self.client is None:
             self.client = ReportClient(
                 conf=self.conf, state_file=ownership.path_for(
@@ -141,6 +150,8 @@ class Agent(service.ServiceBase):
         except Exception as exc:
             return self._failed(CycleResult(False, bool(self.reachable),
                                             error='discovery failed: %s' % exc))
+        if self.compute_node:
+            return self._beside_nova_cycle(snapshot)
         authoritative = self.conf.tracker.authoritative_allocations
         self.client.new_request_id()
         before = self.client.counters.snapshot()
@@ -180,6 +191,43 @@ class Agent(service.ServiceBase):
         self._last_synced = snapshot
         return result
 
+    def _beside_nova_cycle(self, snapshot):
+        """Beside nova-compute: check the guests' allocations on nova's
+        tree; repair them only when [tracker] repair_allocations says so."""
+        self.client.new_request_id()
+        before = self.client.counters.snapshot()
+        try:
+            found, allocated, changes = nova_audit.cycle(
+                snapshot, self.client, self.conf, self._ages, self.compute_node,
+                self._reported)
+        except PlacementUnreachable as exc:
+            self._placement_state(False, exc)
+            return CycleResult(False, False, error='placement unreachable: %s' % exc)
+        except Exception as exc:
+            self._placement_state(True)
+            return self._failed(CycleResult(False, True, error='check failed: %s' % exc))
+        self._placement_state(True)
+        self.metrics.findings_seen(nova_audit.counts(found.drift))
+        for item in found.drift:
+            if (item.kind, item.uuid) not in self._reported:
+                LOG.warning('allocation finding: %s', item.describe())
+        # a repair's leftovers are told again at the next cycle
+        self._reported = set() if allocated else {(d.kind, d.uuid) for d in found.drift}
+        if changes and self.publisher is not None:
+            self.publisher.publish(changes)
+        after = self.client.counters
+        errors = allocated.errors if allocated else []
+        result = CycleResult(ok=not errors, reachable=True, changes=changes,
+                             requests=after.requests - before.requests,
+                             writes=after.writes - before.writes,
+                             conflicts=after.conflicts - before.conflicts)
+        if errors:
+            result.error = 'repair incomplete: ' + '; '.join(str(e) for e in errors)
+            return self._failed(result)
+        self._last_error = None
+        self._last_synced = snapshot
+        return result
+
     def _failed(self, result):
         """Log a failure once, not at every cycle while it lasts."""
         if result.error != self._last_error:
@@ -205,9 +253,14 @@ class Agent(service.ServiceBase):
         with self._lock:
             self._ensure_parts()
             snapshot = self.discover()
-            report = audit_mod.audit(
-                snapshot, self.client, fix=fix, dry_run=dry_run,
-                authoritative=self.conf.tracker.authoritative_allocations)
+            if self.compute_node:
+                report = nova_audit.audit(snapshot, self.client, self.conf, self._ages,
+                                          self.compute_node, fix=fix, dry_run=dry_run)
+                self.metrics.findings_seen(nova_audit.counts(report.drift))
+            else:
+                report = audit_mod.audit(
+                    snapshot, self.client, fix=fix, dry_run=dry_run,
+                    authoritative=self.conf.tracker.authoritative_allocations)
         self.metrics.drift.set(len(report.drift))
         return report
 

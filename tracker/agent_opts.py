@@ -46,6 +46,35 @@ tracker_opts = [
                     'longer reports and never those others wrote. Empty: '
                     'in memory only. (nova\'s [DEFAULT] state_path is '
                     'nova\'s.)'),
+    cfg.StrOpt('nova_compute', default='auto',
+               choices=[('auto', 'beside when nova\'s compute_id file is in '
+                                 '[DEFAULT] state_path, else absent'),
+                        ('beside', 'nova-compute runs on this host: adopt its '
+                                   'compute node provider, check allocations only'),
+                        ('absent', 'no nova-compute here: the agent reports the '
+                                   'host itself')],
+               help='Whether nova-compute runs beside the agent. Beside it, '
+                    'the agent takes nova\'s root provider (the uuid in '
+                    '$state_path/compute_id) and its children as nova\'s, '
+                    'writes none of their inventories, traits or aggregates, '
+                    'and only compares the guests\' allocations with the '
+                    'hypervisor\'s domains.'),
+    cfg.BoolOpt('repair_allocations', default=False, mutable=True,
+                help='Beside nova-compute: the daemon repairs the allocation '
+                     'findings of each cycle (orphans, evacuation leftovers, '
+                     'missing or wrong sizes, stale migrations). Off: it '
+                     'reports them only (metrics, notifications, log); '
+                     'tracker-audit --fix repairs on demand.'),
+    cfg.IntOpt('migration_max_age', default=86400, min=0, mutable=True,
+               help='Beside nova-compute: seconds after which a MIGRATION '
+                    'consumer on this host\'s providers counts as stale '
+                    '(age from the first time the agent saw it; placement '
+                    'keeps no creation time).'),
+    cfg.IntOpt('orphan_grace', default=300, min=0, mutable=True,
+               help='Beside nova-compute: seconds an instance\'s allocation '
+                    'may hold resources here without a domain before it is '
+                    'reported (the scheduler allocates before nova-compute '
+                    'defines the guest).'),
     cfg.StrOpt('aggregates_file',
                help='YAML description of the host aggregates (see '
                     'etc/aggregates.yaml) used by "tracker-manage '

@@ -184,8 +184,11 @@ def planned_writes(drift):
             write = ('PUT', rp + '/traits')
         elif kind.startswith('aggregates_'):
             write = ('PUT', rp + '/aggregates')
-        elif kind == 'allocation_orphan':
-            write = ('DELETE', '/allocations/%s' % item.uuid)
+        elif kind in ('allocation_orphan', 'allocation_evacuation_leftover',
+                      'migration_stale'):
+            # the part here goes; a part on another host stays (a PUT)
+            write = ('PUT' if item.detail.get('elsewhere') else 'DELETE',
+                     '/allocations/%s' % item.uuid)
         else:
             write = ('PUT', '/allocations/%s' % item.uuid)
         add(write[0], write[1], item)
@@ -200,6 +203,9 @@ class AuditReport:
     fixed: bool = False
     writes: list = dataclasses.field(default_factory=list)
     remaining: list = dataclasses.field(default_factory=list)
+    # beside nova-compute: consumers a migration in flight holds (not drift)
+    held: list = dataclasses.field(default_factory=list)
+    errors: list = dataclasses.field(default_factory=list)   # writes refused
 
     @property
     def in_sync(self):
@@ -216,7 +222,8 @@ class AuditReport:
                 'drift': [d.as_dict() for d in self.drift],
                 'foreign': [d.as_dict() for d in self.foreign],
                 'fixed': self.fixed, 'writes': self.writes,
-                'remaining': [d.as_dict() for d in self.remaining]}
+                'remaining': [d.as_dict() for d in self.remaining],
+                'held': [d.as_dict() for d in self.held], 'errors': self.errors}
 
     def as_text(self):
         lines = []
@@ -229,11 +236,15 @@ class AuditReport:
         if self.foreign:
             lines.append('kept, written by others:')
             lines += ['  ' + d.describe() for d in self.foreign]
+        if self.held:
+            lines.append('left alone, a migration in flight:')
+            lines += ['  ' + d.describe() for d in self.held]
         if self.writes:
             verb = 'made' if self.fixed else 'would make'
             lines.append('writes %s:' % verb)
             lines += ['  %(method)s %(path)s' % w
                       + ('  (%s)' % (w['name'] or w['subject'])) for w in self.writes]
+        lines += ['write refused: %s' % e for e in self.errors]
         if self.fixed and self.remaining:
             lines.append('still differing after the repair:')
             lines += ['  ' + d.describe() for d in self.remaining]

@@ -36,6 +36,10 @@ class Metrics:
             'tracker_drift_items',
             'Differences between the host and placement found by the '
             'last audit.', registry=r)
+        self.allocation_findings = prom.Gauge(
+            'tracker_allocation_findings',
+            'Beside nova-compute: guests\' allocations that differ from '
+            'their domains, by kind, at the last check.', ['kind'], registry=r)
         self.reachable = prom.Gauge(
             'tracker_placement_reachable',
             '1 when the last request to placement got an answer.',
@@ -59,6 +63,12 @@ class Metrics:
         self.cycle_duration.observe(duration)
         self.cycles.labels(result='failed').inc()
         self.reachable.set(1 if reachable else 0)
+
+    def findings_seen(self, counts):
+        """{kind: n} of the last check (every kind, zeros included)."""
+        for kind, n in counts.items():
+            self.allocation_findings.labels(kind=kind).set(n)
+        self.drift.set(sum(counts.values()))
 
     def exposition(self):
         """The text format, as served on /metrics."""

@@ -63,6 +63,16 @@ def notifications(synced, allocated, snapshot):
     return events
 
 
+def findings(drift, reported=()):
+    """[(event_type, payload)] for the allocation findings beside
+    nova-compute not yet in ``reported`` ({(kind, consumer)}): each once,
+    when it appears, not at every cycle while it lasts."""
+    return [('tracker.allocation.finding', envelope('AllocationFindingPayload', {
+                'kind': item.kind, 'consumer_uuid': item.uuid, 'name': item.name,
+                'detail': item.detail}))
+            for item in drift if (item.kind, item.uuid) not in reported]
+
+
 class Publisher:
     """Sends notifications; never lets a messaging failure stop a cycle."""
 

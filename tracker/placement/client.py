@@ -215,6 +215,20 @@ class ReportClient:
             result.requests = self.http.counters.requests - before.requests
             return result
 
+    def repair_allocations(self, root_uuid: str, repairs: list[consumers_mod.Repair],
+                           protected: set[str]) -> AllocationResult:
+        """Write only the named consumers, by the allocation sync's own rule
+        (what --fix and a repairing daemon do beside nova-compute)."""
+        with self._lock:
+            before = self.http.counters.snapshot()
+            if self.known.consumers_stale(root_uuid):
+                self.get_allocations_for_tree(root_uuid)
+            result = AllocationResult()
+            consumers_mod.AllocationSync(self.http, self.known, root_uuid, result,
+                                         self.conflict_retries).repair(repairs, protected)
+            result.requests = self.http.counters.requests - before.requests
+            return result
+
     def put_allocations(self, consumer_uuid: str, allocations: alloc_mod.Allocations,
                         project_id: str | None, user_id: str | None,
                         consumer_generation: int | None = None,

@@ -22,6 +22,9 @@ from tracker.placement.known import KnownPlacement
 
 LOG = logging.getLogger(__name__)
 
+# (consumer, allocations wanted on the host's providers, project_id, user_id)
+Repair = tuple[str, alloc_mod.Allocations, str | None, str | None]
+
 
 @dataclasses.dataclass
 class AllocationResult:
@@ -33,6 +36,7 @@ class AllocationResult:
     conflicts: int = 0
     errors: list[PlacementError] = dataclasses.field(default_factory=list)
     requests: int = 0
+    writes: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (method, path)
 
 
 class AllocationSync:
@@ -60,6 +64,17 @@ class AllocationSync:
         for consumer in sorted(set(self.cache) - seen):
             if alloc_mod.on_tree(self.cache[consumer]['allocations'], self.tree):
                 self.reconcile(consumer, {}, None, None, orphan=True)
+
+    def repair(self, repairs: Iterable[Repair], protected: set[str]) -> None:
+        """Bring each named consumer's part here to what it wants (nothing:
+        its part removed, the rest kept); never a ``protected`` one (a
+        migration in flight holds it)."""
+        for consumer, wanted, project_id, user_id in repairs:
+            if consumer in protected:
+                self.result.kept.append((consumer, 'a migration is in flight'))
+                continue
+            self.reconcile(consumer, alloc_mod.normalize(wanted), project_id, user_id,
+                           orphan=not wanted)
 
     def reconcile(self, consumer: str, wanted: alloc_mod.Allocations,
                   project_id: str | None, user_id: str | None, orphan: bool = False) -> None:
@@ -96,6 +111,8 @@ class AllocationSync:
                     resp.status, resp.code))
                 self.result.kept.append((consumer, resp.detail))
                 return
+            self.result.writes.append(('PUT' if new else 'DELETE',
+                                       '/allocations/%s' % consumer))
             self.record(consumer, record, new, project_id, user_id, orphan)
             return
         self.result.errors.append(errors.ConsumerConflict(

@@ -1,0 +1,194 @@
+"""Beside nova-compute, with libvirt's test driver (tests/libvirt/host-devices.xml:
+PCI passthrough and an mdev, shapes a TCG guest cannot have) and our
+placement in process holding what nova would have written: its root (the
+compute_id uuid, libvirt's hostname), a child per PCI device
+(``<root>_<address>``, nova's own class) and per GPU
+(``<root>_pci_0000_41_00_0``), with placement's uuids, and INSTANCE consumers.
+"""
+import json
+import os
+import uuid as uuidlib
+
+import libvirt
+from oslo_config import cfg
+import pytest
+
+from placement_server.direct import PlacementDirect
+from tests.functional.report_client_fixtures import Placement
+from tracker import agent as agent_mod
+from tracker import conf as tracker_conf
+from tracker.drivers.libvirt import LibvirtDriver
+from tracker.placement.client import ReportClient
+
+HOST_XML = os.path.join(os.path.dirname(__file__), os.pardir, 'libvirt', 'host-devices.xml')
+URI = 'test://' + os.path.abspath(HOST_XML)
+V = '1.39'
+NOVA_ROOT = str(uuidlib.uuid4())
+NIC, NVME, GPU1, GPU2 = (str(uuidlib.uuid4()) for _ in range(4))
+PROJECT = '7e9f1a2b3c4d4e5f8a9b0c1d2e3f4a5b'
+USER = 'a0e4d2c4f3b84f5c9a5e0d1f2b3c4d5e'
+LOCAL, VOLUME, PCI, MDEV = ('a1b2c3d4-0000-4000-8000-00000000000%d' % n for n in (1, 2, 3, 4))
+NVME_CLASS = 'CUSTOM_PCI_144D_A808'    # nova's name for the drive's class
+
+
+@pytest.fixture
+def placement(tmp_path):
+    direct = PlacementDirect('sqlite:///%s' % (tmp_path / 'p.sqlite'), sync=True)
+    with direct:
+        yield Placement(direct.new_adapter, 'ours')
+
+
+@pytest.fixture
+def conf(tmp_path):
+    nova_state = tmp_path / 'nova'
+    nova_state.mkdir()
+    (nova_state / 'compute_id').write_text(NOVA_ROOT + '\n')
+    conf = tracker_conf.load([], conf=cfg.ConfigOpts())
+    for name, value, group in (
+            ('connection_uri', URI, 'libvirt'), ('driver', 'libvirt', 'tracker'),
+            ('images_pool', 'instances', 'tracker'), ('host', 'node1', None),
+            ('state_path', str(nova_state), None),
+            ('state_path', str(tmp_path), 'tracker'),
+            ('orphan_grace', 0, 'tracker'), ('notifications', False, 'tracker'),
+            ('report_in_placement', True, 'pci'),
+            ('device_spec', [json.dumps({'vendor_id': '8086', 'product_id': '1515'}),
+                             json.dumps({'vendor_id': '144d'})], 'pci'),
+            ('enabled_mdev_types', ['nvidia-222'], 'devices')):
+        conf.set_override(name, value, group)
+    return conf
+
+
+def call(placement, method, path, body=None):
+    resp = placement.other_writer().request(path, method, json=body, microversion=V)
+    assert resp.status_code < 300, resp.text
+    return resp
+
+
+def provider(placement, uuid, name, inventories, parent=None):
+    body = {'uuid': uuid, 'name': name}
+    if parent:
+        body['parent_provider_uuid'] = parent
+    call(placement, 'POST', '/resource_providers', body)
+    if NVME_CLASS in inventories:
+        call(placement, 'PUT', '/resource_classes/%s' % NVME_CLASS)
+    call(placement, 'PUT', '/resource_providers/%s/inventories' % uuid, {
+        'resource_provider_generation': 0,
+        'inventories': {rc: {'total': n} for rc, n in inventories.items()}})
+
+
+def consumer(placement, uuid, allocations, consumer_type='INSTANCE'):
+    call(placement, 'PUT', '/allocations/%s' % uuid, {
+        'allocations': {rp: {'resources': r} for rp, r in allocations.items()},
+        'project_id': PROJECT, 'user_id': USER, 'consumer_generation': None,
+        'consumer_type': consumer_type})
+
+
+def allocations(placement, uuid):
+    body = call(placement, 'GET', '/allocations/%s' % uuid).json()
+    return {rp: a['resources'] for rp, a in body['allocations'].items()}
+
+
+ROOT_PART = {
+    LOCAL: {'VCPU': 2, 'MEMORY_MB': 2048, 'DISK_GB': 26},
+    VOLUME: {'VCPU': 4, 'MEMORY_MB': 4096},
+    PCI: {'VCPU': 2, 'MEMORY_MB': 1024, 'DISK_GB': 10},
+    MDEV: {'VCPU': 4, 'MEMORY_MB': 8192, 'DISK_GB': 11},
+}
+
+
+@pytest.fixture
+def nova_host(placement):
+    """nova's tree and its guests' allocations, the PCI guest's NVMe drive
+    and the mdev guest's vGPU left out (nova's heal_allocations cannot
+    put them back)."""
+    name = libvirt.open(URI).getHostname()
+    provider(placement, NOVA_ROOT, name,
+             {'VCPU': 64, 'MEMORY_MB': 32768, 'DISK_GB': 100})
+    provider(placement, NIC, name + '_0000:81:00.0', {'SRIOV_NET_VF': 4}, NOVA_ROOT)
+    provider(placement, NVME, name + '_0000:05:00.0', {NVME_CLASS: 1}, NOVA_ROOT)
+    provider(placement, GPU1, name + '_pci_0000_41_00_0', {'VGPU': 16}, NOVA_ROOT)
+    provider(placement, GPU2, name + '_pci_0000_42_00_0', {'VGPU': 16}, NOVA_ROOT)
+    for guest in (LOCAL, VOLUME):
+        consumer(placement, guest, {NOVA_ROOT: ROOT_PART[guest]})
+    consumer(placement, PCI, {NOVA_ROOT: ROOT_PART[PCI], NIC: {'SRIOV_NET_VF': 2}})
+    consumer(placement, MDEV, {NOVA_ROOT: ROOT_PART[MDEV]})
+    return name
+
+
+def agent_for(conf, placement):
+    return agent_mod.Agent(conf, driver=LibvirtDriver(conf),
+                           client=ReportClient(adapter=placement.adapter()))
+
+
+def writes(placement, since):
+    return [(m, p) for m, p in placement.since(since) if m != 'GET']
+
+
+def test_device_allocations_nova_left_out_are_found_and_only_they_repaired(
+        conf, placement, nova_host):
+    agent = agent_for(conf, placement)
+    marker = placement.count()
+    report = agent.audit(dry_run=True)
+    assert agent.compute_node == NOVA_ROOT
+    assert report.host == nova_host
+    assert sorted((d.kind, d.uuid) for d in report.drift) == [
+        ('allocation_device_missing', PCI), ('allocation_device_missing', MDEV)]
+    pci = next(d for d in report.drift if d.uuid == PCI)
+    assert pci.detail['host'][NVME] == {NVME_CLASS: 1}
+    assert sorted((w['method'], w['path']) for w in report.writes) == [
+        ('PUT', '/allocations/' + PCI), ('PUT', '/allocations/' + MDEV)]
+    assert writes(placement, marker) == []           # a dry run writes nothing
+
+    report = agent.audit(fix=True)
+    assert report.fixed and report.remaining == [] and report.exit_code == 0
+    assert sorted(writes(placement, marker)) == [
+        ('PUT', '/allocations/' + PCI), ('PUT', '/allocations/' + MDEV)]
+    assert allocations(placement, PCI) == {
+        NOVA_ROOT: ROOT_PART[PCI], NIC: {'SRIOV_NET_VF': 2}, NVME: {NVME_CLASS: 1}}
+    assert allocations(placement, MDEV) == {NOVA_ROOT: ROOT_PART[MDEV],
+                                            GPU1: {'VGPU': 1}}
+
+    marker = placement.count()
+    result = agent.run_cycle()
+    assert result.ok and result.writes == 0, result.summary()
+    assert writes(placement, marker) == []
+    assert 'tracker_allocation_findings{kind="allocation_device_missing"} 0.0' \
+        in agent.metrics.exposition()
+
+
+def test_the_daemon_reports_and_repairs_only_when_configured(conf, placement, nova_host):
+    agent = agent_for(conf, placement)
+    marker = placement.count()
+    result = agent.run_cycle()
+    assert result.ok, result.summary()
+    assert writes(placement, marker) == []
+    assert sorted(event for event, _ in result.changes) == [
+        'tracker.allocation.finding'] * 2
+    assert 'tracker_allocation_findings{kind="allocation_device_missing"} 2.0' \
+        in agent.metrics.exposition()
+    assert agent.run_cycle().changes == []       # each finding is told once
+
+    conf.set_override('repair_allocations', True, 'tracker')
+    result = agent.run_cycle()
+    assert result.ok, result.summary()
+    assert sorted(writes(placement, marker)) == [
+        ('PUT', '/allocations/' + PCI), ('PUT', '/allocations/' + MDEV)]
+    assert sorted(event for event, _ in result.changes) == [
+        'tracker.allocation.update'] * 2
+    marker = placement.count()
+    assert agent.run_cycle().writes == 0
+    assert writes(placement, marker) == []
+
+
+def test_beside_without_compute_id_is_a_clear_error(conf, placement, tmp_path):
+    conf.set_override('state_path', str(tmp_path / 'elsewhere'))
+    conf.set_override('nova_compute', 'beside', 'tracker')
+    with pytest.raises(Exception, match='compute_id does not exist'):
+        agent_for(conf, placement).audit()
+
+
+def test_absent_ignores_compute_id(conf, placement, nova_host):
+    conf.set_override('nova_compute', 'absent', 'tracker')
+    agent = agent_for(conf, placement)
+    agent.audit()
+    assert agent.compute_node is None

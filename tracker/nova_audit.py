@@ -1,0 +1,97 @@
+"""Beside nova-compute: one check of the guests' allocations, and its repair.
+
+The daemon's cycle and tracker-audit both come here when the agent runs
+beside nova-compute (tracker/nova_compute.py): read nova's tree and the
+allocations on it (GETs only), find what differs (tracker/reconcile.py),
+and, when asked, repair exactly those consumers through the allocation
+sync (ReportClient.repair_allocations). Nothing of nova's providers is
+ever written.
+"""
+import dataclasses
+import os
+
+from tracker import audit as audit_mod
+from tracker import notify
+from tracker import nova_compute
+from tracker import reconcile
+from tracker.drivers import base
+from tracker.placement.sync import SyncResult
+
+
+@dataclasses.dataclass
+class Check:
+    adopted: nova_compute.Adopted
+    found: reconcile.Findings
+
+    def snapshot(self):
+        """The guests as notify.notifications reads them."""
+        return base.HostSnapshot(hostname=self.adopted.root_name,
+                                 instances=self.adopted.instances)
+
+
+def ages_for(conf, host):
+    state = conf.tracker.state_path
+    path = os.path.join(state, 'nova-consumers-%s.json' % host) if state else None
+    if path and not os.path.isdir(state):
+        path = None
+    return reconcile.ConsumerAges(path)
+
+
+def check(snapshot, client, conf, ages, compute_node):
+    tree = client.fetch_tree(compute_node)
+    adopted = nova_compute.adopt(snapshot, tree, compute_node)
+    consumers = client.get_allocations_for_tree(compute_node)
+    found = reconcile.findings(
+        adopted.instances, consumers, client.managed_providers(compute_node),
+        compute_node, ages, orphan_grace=conf.tracker.orphan_grace,
+        migration_max_age=conf.tracker.migration_max_age)
+    return Check(adopted, found)
+
+
+def repair(client, compute_node, found):
+    """Write the findings' repairs, and only those."""
+    repairs = [(r.consumer, r.wanted, r.project_id, r.user_id) for r in found.repairs]
+    return client.repair_allocations(compute_node, repairs, found.protected)
+
+
+def counts(drift):
+    return {kind: sum(1 for d in drift if d.kind == kind) for kind in reconcile.KINDS}
+
+
+def cycle(snapshot, client, conf, ages, compute_node, reported):
+    """The daemon's cycle: (findings, the repair's AllocationResult or
+    None, the notifications to send). ``reported``: the findings already
+    notified ({(kind, consumer)})."""
+    checked = check(snapshot, client, conf, ages, compute_node)
+    found, allocated = checked.found, None
+    changes = notify.findings(found.drift, reported)
+    if found.drift and conf.tracker.repair_allocations:
+        allocated = repair(client, compute_node, found)
+        changes += notify.notifications(SyncResult(), allocated, checked.snapshot())
+    return found, allocated, changes
+
+
+def named_writes(result, drift):
+    names = {d.uuid: d.name for d in drift}
+    return [{'method': method, 'path': path, 'subject': path.rsplit('/', 1)[-1],
+             'name': names.get(path.rsplit('/', 1)[-1], '')}
+            for method, path in result.writes]
+
+
+def audit(snapshot, client, conf, ages, compute_node, fix=False, dry_run=False):
+    """The AuditReport of the guests' allocations on nova's tree."""
+    first = check(snapshot, client, conf, ages, compute_node)
+    found = first.found
+    report = audit_mod.AuditReport(first.adopted.root_name, found.drift,
+                                   held=found.held)
+    if found.drift and dry_run:
+        report.writes = audit_mod.planned_writes(found.drift)
+    if found.drift and fix and not dry_run:
+        result = repair(client, compute_node, found)
+        report.fixed = True
+        report.writes = named_writes(result, found.drift)
+        report.errors = [str(e) for e in result.errors]
+        client.forget_allocations()
+        again = check(snapshot, client, conf, ages, compute_node)
+        report.remaining, report.held = again.found.drift, again.found.held
+    return report

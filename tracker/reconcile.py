@@ -1,0 +1,200 @@
+"""Beside nova-compute: each guest's allocations against its domain.
+
+Placement holds what nova claimed; libvirt runs what it runs. Per consumer
+with resources on nova's tree (and its sharing providers), and per domain:
+
+- ``allocation_missing``: a domain whose instance holds nothing here;
+- ``allocation_differs``: the root's share differs (VCPU, PCPU, MEMORY_MB,
+  DISK_GB: a resize nova did not finish, a disk grown behind it);
+- ``allocation_device_missing``: the root's share is right, a PCI device's
+  or an mdev's child allocation is not;
+- ``allocation_orphan``: an instance holds resources here with no domain
+  here, for longer than ``[tracker] orphan_grace`` (the scheduler claims
+  before nova-compute defines the guest);
+- ``allocation_evacuation_leftover``: the same, while the consumer also
+  holds resources on another host (an evacuation nova never cleaned up on
+  the host that came back);
+- ``migration_stale``: a MIGRATION consumer older than
+  ``[tracker] migration_max_age``.
+
+A MIGRATION consumer younger than that is a move in flight: the guests of
+its project and user are nova's business until it ends, so neither they nor
+it are findings, and no repair touches them (``Findings.held``).
+
+Placement keeps no creation time, so an age is counted from the first time
+the agent saw the consumer in that state (``ConsumerAges``, kept in
+``[tracker] state_path`` across restarts).
+
+What differs is the sync's rule (placement.allocations: ``normalize``,
+``host_part``) and a repair is the allocation sync's reconcile
+(placement.consumers): one rule each, for the audit, the daemon and --fix.
+"""
+import dataclasses
+import json
+import logging
+import os
+import time
+
+from tracker.audit import Drift
+from tracker.placement import allocations as alloc_mod
+
+LOG = logging.getLogger(__name__)
+
+MIGRATION = 'MIGRATION'
+KINDS = ('allocation_missing', 'allocation_differs', 'allocation_device_missing',
+         'allocation_orphan', 'allocation_evacuation_leftover', 'migration_stale')
+# findings repaired by removing the consumer's part here
+REMOVED = ('allocation_orphan', 'allocation_evacuation_leftover', 'migration_stale')
+
+
+@dataclasses.dataclass
+class Repair:
+    """One consumer's allocations brought to ``wanted`` on the host's
+    providers (empty: its part here removed, the rest kept)."""
+    consumer: str
+    wanted: dict
+    project_id: str | None = None
+    user_id: str | None = None
+
+
+@dataclasses.dataclass
+class Findings:
+    drift: list = dataclasses.field(default_factory=list)
+    repairs: list = dataclasses.field(default_factory=list)
+    held: list = dataclasses.field(default_factory=list)   # Drift('migration_in_flight')
+    protected: set = dataclasses.field(default_factory=set)
+
+
+class ConsumerAges:
+    """When the agent first saw each consumer in a state worth timing
+    ({consumer: unix time}); a JSON file, or memory when ``path`` is None."""
+
+    def __init__(self, path=None, clock=time.time):
+        self.path = path
+        self.clock = clock
+        self.first_seen = self._load()
+
+    def _load(self):
+        if not self.path:
+            return {}
+        try:
+            with open(self.path) as f:
+                data = json.load(f)
+            return {str(k): float(v) for k, v in data.items()}
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError, AttributeError) as exc:
+            LOG.warning('ignoring unreadable %s (%s): ages start again', self.path, exc)
+            return {}
+
+    def age(self, key, now):
+        return now - self.first_seen.setdefault(key, now)
+
+    def keep_only(self, keys):
+        """Forget the consumers no longer in a timed state, then save."""
+        self.first_seen = {k: v for k, v in self.first_seen.items() if k in keys}
+        if not self.path:
+            return
+        tmp = self.path + '.tmp'
+        try:
+            with open(tmp, 'w') as f:
+                json.dump(self.first_seen, f, sort_keys=True)
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            LOG.warning('consumer ages not saved to %s: %s', self.path, exc.strerror)
+
+
+def _owner(record):
+    return (record or {}).get('project_id'), (record or {}).get('user_id')
+
+
+def _elsewhere(record, part):
+    return {rp: res for rp, res in alloc_mod.normalize(record).items() if rp not in part}
+
+
+def findings(instances, consumers, managed, root_uuid, ages, *, orphan_grace,
+             migration_max_age, now=None):
+    """Findings for ``instances`` (on nova's tree, see nova_compute.adopt)
+    against ``consumers`` ({consumer: record} holding resources on the
+    tree) on the ``managed`` providers (the tree and its sharing ones)."""
+    now = time.time() if now is None else now
+    out = Findings()
+    timed = set()
+    in_flight = {}
+    for consumer, record in sorted(consumers.items()):
+        if record.get('consumer_type') != MIGRATION:
+            continue
+        key = 'migration:' + consumer
+        timed.add(key)
+        age = ages.age(key, now)
+        part = alloc_mod.host_part(record, managed)
+        if age >= migration_max_age:
+            detail = {'placement': part, 'age_seconds': int(age)}
+            elsewhere = _elsewhere(record, part)
+            if elsewhere:
+                detail['elsewhere'] = elsewhere
+            out.drift.append(Drift('migration_stale', consumer, '', detail))
+            out.repairs.append(Repair(consumer, {}))
+        else:
+            in_flight[consumer] = record
+            out.protected.add(consumer)
+            out.held.append(Drift('migration_in_flight', consumer, '', {
+                'placement': part, 'age_seconds': int(age)}))
+
+    def moving(project_id, user_id, wanted):
+        """The in-flight migration holding this guest's resources, if any:
+        nova writes a migration's consumer with its instance's owner."""
+        for migration, record in in_flight.items():
+            if project_id and _owner(record) == (project_id, user_id):
+                return migration
+            if not project_id and alloc_mod.host_part(record, managed) == wanted:
+                return migration
+        return None
+
+    domains = set()
+    for instance in instances:
+        domains.add(instance.uuid)
+        wanted = alloc_mod.normalize(instance.allocations)
+        record = consumers.get(instance.uuid)
+        have = alloc_mod.host_part(record, managed, wanted) if record else {}
+        if have == wanted:
+            continue
+        project_id = instance.project_id or _owner(record)[0]
+        user_id = instance.user_id or _owner(record)[1]
+        migration = moving(project_id, user_id, wanted)
+        if migration:
+            out.protected.add(instance.uuid)
+            continue
+        if not have:
+            kind, detail = 'allocation_missing', {'host': wanted}
+        elif have.get(root_uuid) == wanted.get(root_uuid):
+            kind = 'allocation_device_missing'
+            detail = {'host': wanted, 'placement': have}
+        else:
+            kind, detail = 'allocation_differs', {'host': wanted, 'placement': have}
+        out.drift.append(Drift(kind, instance.uuid, instance.name, detail))
+        out.repairs.append(Repair(instance.uuid, wanted, project_id, user_id))
+
+    for consumer, record in sorted(consumers.items()):
+        if consumer in domains or record.get('consumer_type') == MIGRATION:
+            continue
+        part = alloc_mod.host_part(record, managed)
+        if not part:
+            continue
+        if moving(*_owner(record), part):
+            out.protected.add(consumer)
+            continue
+        key = 'orphan:' + consumer
+        timed.add(key)
+        age = ages.age(key, now)
+        if age < orphan_grace:
+            continue
+        elsewhere = _elsewhere(record, part)
+        if elsewhere:
+            out.drift.append(Drift('allocation_evacuation_leftover', consumer, '', {
+                'placement': part, 'elsewhere': elsewhere}))
+        else:
+            out.drift.append(Drift('allocation_orphan', consumer, '', {'placement': part}))
+        out.repairs.append(Repair(consumer, {}))
+    ages.keep_only(timed)
+    return out
