@@ -9,15 +9,16 @@ import os
 
 from alembic import command
 from alembic import config as alembic_config
-from alembic import migration as alembic_migration
 from alembic import script as alembic_script
 import os_resource_classes
 import os_traits
+from oslo_config import cfg
 import sqlalchemy as sa
 
 from placement_server.db import api
 from placement_server.db import changes
 from placement_server.db import tables
+from placement_server.db import takeover
 
 _HERE = os.path.join(os.path.dirname(__file__), 'migrations')
 
@@ -30,16 +31,49 @@ def _config(connection=None):
 
 
 def head():
-    return alembic_script.ScriptDirectory.from_config(_config()).get_current_head()
+    return _scripts().get_current_head()
+
+
+def _scripts():
+    return alembic_script.ScriptDirectory.from_config(_config())
+
+
+def revisions():
+    """Every revision of ours this code knows."""
+    return {script.revision for script in _scripts().walk_revisions()}
+
+
+def found(db):
+    """The schema revisions the database holds: upstream's and ours."""
+    with db.engine.connect() as conn:
+        return takeover.found(conn)
 
 
 def current(db):
-    with db.engine.connect() as conn:
-        return alembic_migration.MigrationContext.configure(conn).get_current_revision()
+    """Our schema revision in the database (None: none of ours yet)."""
+    return found(db).ours
 
 
 def is_current(db):
-    return current(db) == head()
+    schema = found(db)
+    return schema.ours == head() and schema.upstream in (None, takeover.UPSTREAM_HEAD)
+
+
+def check(db):
+    """UnknownRevision when the database holds a revision this code does not know."""
+    takeover.check(found(db), revisions())
+
+
+def stamp(db, revision):
+    """Record ``revision`` (ours, 'head', or upstream's) without migrating."""
+    with db.engine.begin() as conn:
+        if revision in takeover.UPSTREAM_REVISIONS:
+            takeover.stamp_upstream(conn, revision)
+        elif revision == 'head' or revision in revisions():
+            command.stamp(_config(conn), revision)
+        else:
+            raise takeover.UnknownRevision('unknown schema revision %s: neither ours nor '
+                                           "upstream placement's" % revision)
 
 
 @api.retry_on_deadlock
@@ -55,8 +89,24 @@ def _seed(db):
                 changes.note_names(conn)
 
 
-def sync(db):
-    """Create or upgrade the schema, then seed the standard names."""
+def sync(db, conf=None):
+    """Take over an upstream database if it is one, create or upgrade our
+    schema, then seed the standard names. UnknownRevision, changing
+    nothing, when the database holds a revision this code does not know."""
+    conf = conf or _defaults()
     with db.engine.begin() as conn:
+        schema = takeover.found(conn)
+        takeover.check(schema, revisions())
+        takeover.adopt(conn, conf, lambda revision: command.stamp(_config(conn), revision))
         command.upgrade(_config(conn), 'head')
+        if schema.upstream:
+            takeover.after_upstream(conn)
     _seed(db)
+
+
+def _defaults():
+    from placement_server import conf as conf_mod
+    conf = cfg.ConfigOpts()
+    conf_mod.register_opts(conf)
+    conf([], project='placement', default_config_files=[])
+    return conf
