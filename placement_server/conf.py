@@ -4,6 +4,9 @@ import copy
 from oslo_config import cfg
 from oslo_db import options as db_options
 from oslo_middleware import cors
+from oslo_middleware.healthcheck import opts as healthcheck_opts
+
+from placement_server.capacity import options as capacity_options
 
 # oslo.db's options, as upstream placement reads them under
 # [placement_database]; connection has no default: a process without a
@@ -36,8 +39,16 @@ api_opts = [
                help='How requests are authenticated.'),
     cfg.BoolOpt('enable_metrics', default=True,
                 help='Count requests and time them by route, method and '
-                     'status, and serve the numbers to Prometheus at '
-                     '/metrics (no token needed: restrict it at the proxy).'),
+                     'status, for Prometheus to scrape at /metrics on the '
+                     'metrics port (never on the API port).'),
+    cfg.IntOpt('metrics_port', default=9778, min=0, max=65535,
+               help='The port placement-server serves /metrics on (no token: '
+                    'Prometheus scrapes it), summed over its workers; 0: none. '
+                    'Under another WSGI server, expose the numbers from '
+                    'PROMETHEUS_MULTIPROC_DIR yourself.'),
+    cfg.HostAddressOpt('metrics_host',
+                       help='The address of the metrics port; unset: the '
+                            'address the API listens on.'),
 ]
 
 # Headers a browser client may send and read across origins, once CORS is
@@ -48,6 +59,10 @@ cors.set_defaults(
                                    'X-User-Id', 'X-Tenant-Id'],
     expose_headers=_CORS_HEADERS + ['Vary', 'Last-Modified', 'Location'],
     allow_methods=['GET', 'PUT', 'POST', 'DELETE', 'PATCH', 'HEAD'])
+
+# GET /healthcheck checks the database unless [healthcheck] backends says
+# otherwise (placement_server.health).
+cfg.set_defaults(healthcheck_opts.HEALTHCHECK_OPTS, backends=['database'])
 
 placement_opts = [
     cfg.BoolOpt('randomize_allocation_candidates', default=False,
@@ -75,9 +90,10 @@ def register_opts(conf):
     conf.register_opts(api_opts, group='api')
     conf.register_opts(placement_opts, group='placement')
     conf.register_opts(cors.CORS_OPTS, group='cors')
+    capacity_options.register_opts(conf)
 
 
 def list_opts():
     return [('placement_database', database_opts),
             ('api', api_opts),
-            ('placement', placement_opts)]
+            ('placement', placement_opts)] + capacity_options.list_opts()

@@ -1,0 +1,221 @@
+"""Capacity as Prometheus series, read from the worker's resource view.
+
+Per provider and class, under openstack-exporter's names and labels, so
+its users' dashboards and alerts work unchanged::
+
+    openstack_placement_resource_total{hostname, resourcetype}
+    openstack_placement_resource_reserved{hostname, resourcetype}
+    openstack_placement_resource_allocation_ratio{hostname, resourcetype}
+    openstack_placement_resource_usage{hostname, resourcetype}
+
+(``hostname`` is the provider's name, as the exporter sets it; a nested
+provider -- a NUMA cell, a PF -- is its own series as there.) Beyond the
+exporter:
+
+    openstack_placement_flavor_fits{flavor}                  summed over hosts
+    openstack_placement_flavor_host_fits{flavor, hostname}   per root provider
+    openstack_placement_resource_free{resourcetype}          free capacity, summed
+    openstack_placement_resource_largest_free{resourcetype}  the largest one
+                                                             allocation a provider takes
+
+A scrape is text rendered here, not prometheus_client's objects: at 10000
+providers those cost a second per scrape. The view is brought up to date
+(its usual one statement), then only the trees it says changed are
+computed and rendered again (``figures.Trees``).
+"""
+from collections.abc import Iterable
+import logging
+import threading
+
+from oslo_config import cfg
+
+from placement_server import view as view_mod
+from placement_server.capacity import figures
+from placement_server.capacity import flavors as flavors_mod
+from placement_server.capacity import inventory
+
+LOG = logging.getLogger(__name__)
+
+PREFIX = 'openstack_placement_resource_'
+# openstack-exporter's placement metrics, in its order of columns
+EXPORTER = ('total', 'reserved', 'allocation_ratio', 'usage')
+HELP = {
+    'total': 'Total of the inventory (openstack-exporter: resource_total).',
+    'reserved': 'Reserved of the inventory.',
+    'allocation_ratio': 'Allocation ratio of the inventory (summed series: '
+                        'the ratio that makes (total - reserved) * ratio the capacity).',
+    'usage': 'Allocated of the inventory.',
+}
+FITS = 'openstack_placement_flavor_fits'
+HOST_FITS = 'openstack_placement_flavor_host_fits'
+FREE = PREFIX + 'free'
+LARGEST = PREFIX + 'largest_free'
+
+
+def _label(value: str) -> str:
+    return value.replace('\\', r'\\').replace('"', r'\"').replace('\n', r'\n')
+
+
+def _number(value: float) -> str:
+    if value == int(value) and abs(value) < 2 ** 53:
+        return str(int(value))
+    return repr(float(value))
+
+
+def _header(name: str, text: str) -> str:
+    return '# HELP %s %s\n# TYPE %s gauge\n' % (name, text, name)
+
+
+class Exporter:
+    """The capacity series of one database, as exposition text."""
+
+    def __init__(self, db: object, flavors: list[flavors_mod.Flavor], series: str = 'host',
+                 max_hosts: int = 0) -> None:
+        self.db = db
+        self.flavors = flavors
+        self.series = series
+        self.max_hosts = max_hosts
+        self.trees = figures.Trees(flavors)
+        self._warned = False
+
+    def text(self) -> str:
+        with self.db.reader() as conn:   # type: ignore[attr-defined]
+            view = view_mod.of(conn)
+            with view.lock:
+                view.refresh(conn)
+                raw = inventory.current(view, conn)
+                trees = self.trees.current(view, raw)
+                return self.render(view, trees)
+
+    def render(self, view: view_mod.ResourceView, trees: dict[int, figures.TreeFigures]) -> str:
+        series = self.series
+        if series == 'host' and self.max_hosts and len(view.classes_of) > self.max_hosts:
+            if not self._warned:
+                LOG.warning('capacity: %d providers hold inventory, more than '
+                            '[capacity] max_hosts (%d): series per aggregate',
+                            len(view.classes_of), self.max_hosts)
+                self._warned = True
+            series = 'aggregate'
+        ordered = [trees[root] for root in sorted(trees)]
+        out: list[str] = []
+        if series == 'host':
+            out += self._per_host(view, ordered)
+        else:
+            out += self._summed(view, ordered, series == 'aggregate')
+        out += self._flavors(view, ordered, series == 'host')
+        out += self._free(view, ordered)
+        return ''.join(out)
+
+    @staticmethod
+    def _per_host(view: view_mod.ResourceView, trees: list[figures.TreeFigures]
+                  ) -> Iterable[str]:
+        per_metric: list[list[str]] = [[] for _ in EXPORTER]
+        details, class_names = view.details, view.class_names
+        for tree in trees:
+            rendered = tree.rendered
+            if rendered is None:
+                lines: list[list[str]] = [[], [], [], []]
+                for rp, rc, total, reserved, ratio, used in tree.lines:
+                    labels = '{hostname="%s",resourcetype="%s"} ' % (
+                        _label(details[rp][0]), _label(class_names.get(rc, str(rc))))
+                    for i, value in enumerate((total, reserved, ratio, used)):
+                        lines[i].append('%s%s%s%s\n' % (PREFIX, EXPORTER[i], labels,
+                                                         _number(value)))
+                rendered = tree.rendered = [''.join(each) for each in lines]
+            for i, text in enumerate(rendered):
+                per_metric[i].append(text)
+        for i, name in enumerate(EXPORTER):
+            yield _header(PREFIX + name, HELP[name])
+            yield ''.join(per_metric[i])
+
+    @staticmethod
+    def _summed(view: view_mod.ResourceView, trees: list[figures.TreeFigures],
+                by_aggregate: bool) -> Iterable[str]:
+        # {(aggregate uuid, class): [total, reserved, capacity, used]}
+        sums: dict[tuple[str, int], list[float]] = {}
+        uuids = {agg: uuid for uuid, agg in view.aggregate_ids.items()}
+        for tree in trees:
+            for rp, rc, total, reserved, ratio, used in tree.lines:
+                groups = [''] if not by_aggregate else (
+                    [uuids.get(a, '') for a in view.aggregates.get(rp, ())] or [''])
+                for group in groups:
+                    entry = sums.setdefault((group, rc), [0, 0, 0.0, 0])
+                    entry[0] += total
+                    entry[1] += reserved
+                    entry[2] += (total - reserved) * ratio
+                    entry[3] += used
+        names = view.class_names
+        for i, name in enumerate(EXPORTER):
+            yield _header(PREFIX + name, HELP[name])
+            for (group, rc), summed in sorted(sums.items()):
+                labels = 'aggregate="%s",' % group if group else ''
+                if i == 2:
+                    unreserved = summed[0] - summed[1]
+                    value = summed[2] / unreserved if unreserved > 0 else 1.0
+                else:
+                    value = (summed[0], summed[1], 0, summed[3])[i]
+                yield '%s%s{%sresourcetype="%s"} %s\n' % (
+                    PREFIX, name, labels, _label(names.get(rc, str(rc))), _number(value))
+
+    def _flavors(self, view: view_mod.ResourceView, trees: list[figures.TreeFigures],
+                 per_host: bool) -> Iterable[str]:
+        if not self.flavors:
+            return
+        yield _header(FITS, 'How many more instances of the flavor fit, summed over hosts.')
+        for i, flavor in enumerate(self.flavors):
+            yield '%s{flavor="%s"} %d\n' % (FITS, _label(flavor.name),
+                                            sum(t.fits[i] for t in trees))
+        if not per_host:
+            return
+        yield _header(HOST_FITS, 'How many more instances of the flavor fit on the host '
+                                 '(a root provider and its tree).')
+        details = view.details
+        for i, flavor in enumerate(self.flavors):
+            name = _label(flavor.name)
+            for t in trees:
+                yield '%s{flavor="%s",hostname="%s"} %d\n' % (
+                    HOST_FITS, name, _label(details[t.root][0]), t.fits[i])
+
+    @staticmethod
+    def _free(view: view_mod.ResourceView, trees: list[figures.TreeFigures]) -> Iterable[str]:
+        free: dict[int, int] = {}
+        largest: dict[int, int] = {}
+        for t in trees:
+            for rc, n in t.free.items():
+                free[rc] = free.get(rc, 0) + n
+            for rc, n in t.largest.items():
+                if n > largest.get(rc, 0) or rc not in largest:
+                    largest[rc] = n
+        names = view.class_names
+        for name, values, text in (
+                (FREE, free, 'Free capacity of the class, summed over providers.'),
+                (LARGEST, largest, 'The largest amount of the class one allocation '
+                                   'can still take from a single provider.')):
+            yield _header(name, text)
+            for rc in sorted(values, key=lambda rc: names.get(rc, '')):
+                yield '%s{resourcetype="%s"} %d\n' % (name, _label(names.get(rc, str(rc))),
+                                                     values[rc])
+
+
+# The process's exporter: a server process serves one database.
+_INSTALLED: list[Exporter] = []
+_LOCK = threading.Lock()
+
+
+def install(conf: cfg.ConfigOpts, db: object) -> Exporter:
+    """Export ``db``'s capacity wherever this process renders its scrape
+    (``text()``, which the scrape appends to prometheus_client's series,
+    wherever and on whichever port it is served). A flavor option that
+    says no flavor is refused here, when the application is built."""
+    exporter = Exporter(db, flavors_mod.parse_all(list(conf.capacity.flavor)),
+                        conf.capacity.series, conf.capacity.max_hosts)
+    with _LOCK:
+        _INSTALLED[:] = [exporter]
+    return exporter
+
+
+def text() -> bytes:
+    """The capacity series as exposition text (b'' when none is installed)."""
+    with _LOCK:
+        exporter = _INSTALLED[0] if _INSTALLED else None
+    return b'' if exporter is None else exporter.text().encode()
