@@ -24,8 +24,8 @@ class TreeFigures:
     free: dict[int, int]                  # {class: free capacity summed}
     largest: dict[int, int]               # {class: the largest one allocation}
     capacity: dict[int, float]            # {class: (total - reserved) * ratio summed}
-    # Its lines as exposition text, one per exporter metric (metrics.py)
-    rendered: list[str] | None = None
+    # Its lines as exposition text, per exporter metric and flavor (metrics.py)
+    rendered: list[bytes] | None = None
 
 
 @dataclasses.dataclass

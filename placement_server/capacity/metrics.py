@@ -33,6 +33,7 @@ from placement_server import view as view_mod
 from placement_server.capacity import figures
 from placement_server.capacity import flavors as flavors_mod
 from placement_server.capacity import inventory
+from placement_server.capacity import running as running_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -77,17 +78,24 @@ class Exporter:
         self.max_hosts = max_hosts
         self.trees = figures.Trees(flavors)
         self._warned = False
+        self._last: tuple[object, bytes] | None = None
+        self._running = running_mod.Running(len(EXPORTER) + len(flavors))
 
-    def text(self) -> str:
+    def text(self) -> bytes:
         with self.db.reader() as conn:   # type: ignore[attr-defined]
             view = view_mod.of(conn)
             with view.lock:
                 view.refresh(conn)
                 raw = inventory.current(view, conn)
                 trees = self.trees.current(view, raw)
-                return self.render(view, trees)
+                # Unchanged since the last scrape: the same text.
+                key = (view.version, id(view.class_ids), id(view.trait_ids))
+                if self._last is None or self._last[0] != key:
+                    self._last = (key, self.render(view, trees))
+                return self._last[1]
 
-    def render(self, view: view_mod.ResourceView, trees: dict[int, figures.TreeFigures]) -> str:
+    def render(self, view: view_mod.ResourceView, trees: dict[int, figures.TreeFigures]
+               ) -> bytes:
         series = self.series
         if series == 'host' and self.max_hosts and len(view.classes_of) > self.max_hosts:
             if not self._warned:
@@ -96,37 +104,42 @@ class Exporter:
                             len(view.classes_of), self.max_hosts)
                 self._warned = True
             series = 'aggregate'
-        ordered = [trees[root] for root in sorted(trees)]
-        out: list[str] = []
+        running = self._running
+        running.update(trees, (lambda tree: self._tree_text(view, tree))
+                       if series == 'host' else None)
+        out: list[bytes] = []
         if series == 'host':
-            out += self._per_host(view, ordered)
+            for i, name in enumerate(EXPORTER):
+                out += [_header(PREFIX + name, HELP[name]).encode(), running.column(i)]
         else:
-            out += self._summed(view, ordered, series == 'aggregate')
-        out += self._flavors(view, ordered, series == 'host')
-        out += self._free(view, ordered)
-        return ''.join(out)
+            out += (line.encode() for line in self._summed(
+                view, [trees[root] for root in sorted(trees)], series == 'aggregate'))
+        if self.flavors:
+            out.append(_header(FITS, 'How many more instances of the flavor fit, summed '
+                                     'over hosts.').encode())
+            out += (('%s{flavor="%s"} %d\n' % (FITS, _label(f.name), n)).encode()
+                    for f, n in zip(self.flavors, running.fits))
+            if series == 'host':
+                out.append(_header(HOST_FITS, 'How many more instances of the flavor fit on '
+                                              'the host (a root provider and its tree).'
+                                   ).encode())
+                out += (running.column(len(EXPORTER) + i) for i in range(len(self.flavors)))
+        out += (line.encode() for line in self._free(view, running))
+        return b''.join(out)
 
-    @staticmethod
-    def _per_host(view: view_mod.ResourceView, trees: list[figures.TreeFigures]
-                  ) -> Iterable[str]:
-        per_metric: list[list[str]] = [[] for _ in EXPORTER]
+    def _tree_text(self, view: view_mod.ResourceView, tree: figures.TreeFigures
+                   ) -> list[bytes]:
         details, class_names = view.details, view.class_names
-        for tree in trees:
-            rendered = tree.rendered
-            if rendered is None:
-                lines: list[list[str]] = [[], [], [], []]
-                for rp, rc, total, reserved, ratio, used in tree.lines:
-                    labels = '{hostname="%s",resourcetype="%s"} ' % (
-                        _label(details[rp][0]), _label(class_names.get(rc, str(rc))))
-                    for i, value in enumerate((total, reserved, ratio, used)):
-                        lines[i].append('%s%s%s%s\n' % (PREFIX, EXPORTER[i], labels,
-                                                         _number(value)))
-                rendered = tree.rendered = [''.join(each) for each in lines]
-            for i, text in enumerate(rendered):
-                per_metric[i].append(text)
-        for i, name in enumerate(EXPORTER):
-            yield _header(PREFIX + name, HELP[name])
-            yield ''.join(per_metric[i])
+        lines: list[list[str]] = [[] for _ in EXPORTER]
+        for rp, rc, total, reserved, ratio, used in tree.lines:
+            labels = '{hostname="%s",resourcetype="%s"} ' % (
+                _label(details[rp][0]), _label(class_names.get(rc, str(rc))))
+            for i, value in enumerate((total, reserved, ratio, used)):
+                lines[i].append('%s%s%s%s\n' % (PREFIX, EXPORTER[i], labels, _number(value)))
+        host = _label(details[tree.root][0])
+        fits = ['%s{flavor="%s",hostname="%s"} %d\n' % (HOST_FITS, _label(f.name), host, n)
+                for f, n in zip(self.flavors, tree.fits)]
+        return [''.join(each).encode() for each in lines] + [line.encode() for line in fits]
 
     @staticmethod
     def _summed(view: view_mod.ResourceView, trees: list[figures.TreeFigures],
@@ -157,42 +170,16 @@ class Exporter:
                 yield '%s%s{%sresourcetype="%s"} %s\n' % (
                     PREFIX, name, labels, _label(names.get(rc, str(rc))), _number(value))
 
-    def _flavors(self, view: view_mod.ResourceView, trees: list[figures.TreeFigures],
-                 per_host: bool) -> Iterable[str]:
-        if not self.flavors:
-            return
-        yield _header(FITS, 'How many more instances of the flavor fit, summed over hosts.')
-        for i, flavor in enumerate(self.flavors):
-            yield '%s{flavor="%s"} %d\n' % (FITS, _label(flavor.name),
-                                            sum(t.fits[i] for t in trees))
-        if not per_host:
-            return
-        yield _header(HOST_FITS, 'How many more instances of the flavor fit on the host '
-                                 '(a root provider and its tree).')
-        details = view.details
-        for i, flavor in enumerate(self.flavors):
-            name = _label(flavor.name)
-            for t in trees:
-                yield '%s{flavor="%s",hostname="%s"} %d\n' % (
-                    HOST_FITS, name, _label(details[t.root][0]), t.fits[i])
-
     @staticmethod
-    def _free(view: view_mod.ResourceView, trees: list[figures.TreeFigures]) -> Iterable[str]:
-        free: dict[int, int] = {}
-        largest: dict[int, int] = {}
-        for t in trees:
-            for rc, n in t.free.items():
-                free[rc] = free.get(rc, 0) + n
-            for rc, n in t.largest.items():
-                if n > largest.get(rc, 0) or rc not in largest:
-                    largest[rc] = n
+    def _free(view: view_mod.ResourceView, running: running_mod.Running) -> Iterable[str]:
         names = view.class_names
+        largest = running.largest()
         for name, values, text in (
-                (FREE, free, 'Free capacity of the class, summed over providers.'),
+                (FREE, running.free, 'Free capacity of the class, summed over providers.'),
                 (LARGEST, largest, 'The largest amount of the class one allocation '
                                    'can still take from a single provider.')):
             yield _header(name, text)
-            for rc in sorted(values, key=lambda rc: names.get(rc, '')):
+            for rc in sorted(largest, key=lambda rc: names.get(rc, '')):
                 yield '%s{resourcetype="%s"} %d\n' % (name, _label(names.get(rc, str(rc))),
                                                      values[rc])
 
@@ -218,4 +205,4 @@ def text() -> bytes:
     """The capacity series as exposition text (b'' when none is installed)."""
     with _LOCK:
         exporter = _INSTALLED[0] if _INSTALLED else None
-    return b'' if exporter is None else exporter.text().encode()
+    return b'' if exporter is None else exporter.text()

@@ -23,7 +23,7 @@ def scrape(exporter):
     """{name: {frozenset(labels.items()): value}} of one scrape, through
     prometheus_client's own parser (which refuses malformed text)."""
     found = {}
-    for family in parser.text_string_to_metric_families(exporter.text()):
+    for family in parser.text_string_to_metric_families(exporter.text().decode()):
         assert family.type == 'gauge', family.name
         for sample in family.samples:
             key = frozenset(sample.labels.items())
