@@ -70,7 +70,28 @@ placement_opts = [
                      'so that schedulers spread load when limit is small.'),
     cfg.IntOpt('max_allocation_candidates', default=-1,
                help='Upper bound on allocation candidates computed for one '
-                    'request; -1 means no bound.'),
+                    'request, taken in the order '
+                    'allocation_candidates_generation_strategy gives; -1 '
+                    'means no bound.'),
+    cfg.StrOpt('allocation_candidates_generation_strategy', default='breadth-first',
+               choices=('depth-first', 'breadth-first'),
+               help='The order root providers give allocation candidates in '
+                    'when a limit or max_allocation_candidates cuts the '
+                    'answer. depth-first: every candidate of the first root '
+                    'before the next, so a cut answer may hold few hosts. '
+                    'breadth-first: one candidate of each root in turn, so '
+                    'a cut answer spreads over every host that fits. With '
+                    'one candidate per host the two give the same answer. '
+                    'The default differs from upstream placement '
+                    '(depth-first), whose answers to a limit spread over '
+                    'hosts anyway.'),
+    cfg.FloatOpt('allocation_candidates_time_limit', default=5.0, min=0,
+                 help='Seconds one GET /allocation_candidates may spend '
+                      'building candidates (0: no bound). When they run out '
+                      'the answer holds the candidates found by then, valid '
+                      'and cut the way max_allocation_candidates cuts, and a '
+                      'warning names the query. Keep it well below the WSGI '
+                      'worker timeout and the clients\' timeouts.'),
     cfg.StrOpt('incomplete_consumer_project_id',
                default='00000000-0000-0000-0000-000000000000',
                help='Project recorded for consumers whose allocations were '
@@ -85,8 +106,19 @@ placement_opts = [
 ]
 
 
+workarounds_opts = [
+    cfg.BoolOpt('optimize_for_wide_provider_trees', default=False,
+                help='Accepted for compatibility with upstream placement '
+                     'configuration files; changes nothing. The allocation '
+                     'candidates search here drops a partial candidate as '
+                     'soon as it over-allocates a provider and a tree that '
+                     'cannot fit before any is built, whatever this says.'),
+]
+
+
 def register_opts(conf):
     conf.register_opts(database_opts, group='placement_database')
+    conf.register_opts(workarounds_opts, group='workarounds')
     conf.register_opts(api_opts, group='api')
     conf.register_opts(placement_opts, group='placement')
     conf.register_opts(cors.CORS_OPTS, group='cors')
@@ -96,4 +128,5 @@ def register_opts(conf):
 def list_opts():
     return [('placement_database', database_opts),
             ('api', api_opts),
-            ('placement', placement_opts)] + capacity_options.list_opts()
+            ('placement', placement_opts),
+            ('workarounds', workarounds_opts)] + capacity_options.list_opts()

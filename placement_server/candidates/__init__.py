@@ -2,10 +2,12 @@
 
 ``find`` brings the worker's resource view (``placement_server.view``) up
 to date, resolves names, asks ``search`` for the providers that can
-satisfy each request group, lets ``combine`` build the candidates (kept
-per tree for the next time the same request comes, ``_kept``), bounds
-them by limit, and gathers provider summaries (``summaries``) only for the
-trees the returned candidates touch. The handler parses the query string
+satisfy each request group, turns them into pieces per anchor
+(``combine``), starts one search per anchor (``assign``; kept per tree for
+the next time the same request comes, ``_kept``), takes candidates from
+the anchors in the configured order up to the limit (``order``), and
+gathers provider summaries (``summaries``) only for the trees the returned
+candidates touch. The handler parses the query string
 with ``request`` first and renders the Result with ``render``.
 """
 from collections.abc import Callable
@@ -20,7 +22,9 @@ import random
 import sqlalchemy as sa
 
 from placement_server import view as view_mod
+from placement_server.candidates import assign
 from placement_server.candidates import combine
+from placement_server.candidates import order
 from placement_server.candidates import request as request_mod
 from placement_server.candidates import search
 from placement_server.candidates import summaries
@@ -32,6 +36,7 @@ class Result:
     providers: dict[int, str]         # {id: uuid} of everything shown
     summaries: dict[int, str]         # {id: its summary, JSON text}
     class_names: dict[int, str]       # {class id: name}
+    cut: bool = False                 # the time bound ended the search
 
 
 EMPTY = Result([], {}, {}, {})
@@ -83,6 +88,15 @@ def _group_query(view: view_mod.ResourceView, group: request_mod.RequestGroup,
         tree_root=tree_root)
 
 
+def _asks(query: search.GroupQuery) -> Hashable:
+    """What a group asks, whatever its suffix."""
+    return (query.granular, tuple(sorted(query.resources.items())),
+            tuple(sorted(tuple(sorted(s)) for s in query.required)),
+            tuple(sorted(query.forbidden)),
+            tuple(sorted(tuple(sorted(s)) for s in query.member_of)),
+            tuple(sorted(query.forbidden_aggs)), query.tree_root)
+
+
 def _spread_needed(names: search.Names) -> bool:
     """Whether the unsuffixed group may take from several providers: not
     without trees or sharing providers, where every group is one provider."""
@@ -108,6 +122,7 @@ class _Search:
         self.root_of: dict[int, int] = {}
         self.capacity: combine.Capacity = {}
         self._anchors: dict[int, set[int]] = {}
+        self._options: dict[Hashable, combine.Options] = {}
 
     def _load_anchors(self, rps: Collection[int]) -> None:
         missing = [rp for rp in rps if rp in self.sharing and rp not in self._anchors]
@@ -122,6 +137,16 @@ class _Search:
         return [combine.Candidate({rp: asked}, {query.suffix: [rp]}) for rp in sorted(found)]
 
     def options(self, query: search.GroupQuery) -> combine.Options:
+        """The group's pieces per anchor. Groups that ask the same (many
+        groups of one device each, on wide trees) share one search and
+        one list of pieces per anchor."""
+        same = _asks(query)
+        found = self._options.get(same)
+        if found is None:
+            found = self._options[same] = self._options_of(query)
+        return found
+
+    def _options_of(self, query: search.GroupQuery) -> combine.Options:
         if not query.resources:
             found = search.resourceless_providers(self.view, query)
             return self._single(found, query)
@@ -179,24 +204,36 @@ class _Search:
 # overflow integer arithmetic in the database).
 MAX_AMOUNT = 2147483647
 
+# {anchor root: where its candidates come from}
+Sources = dict[int, order.Source]
+
 
 def find(conn: sa.Connection, request: request_mod.CandidateRequest, randomize: bool = False,
-         max_candidates: int = -1, key: Hashable = None) -> Result:
+         max_candidates: int = -1, key: Hashable = None, strategy: str = 'breadth-first',
+         seconds: float | None = None) -> Result:
     """The Result for a CandidateRequest (see ``request``), from this
     process's resource view of ``conn``'s database, brought up to date first.
 
+    ``strategy`` is the order anchors give candidates in (``order``);
+    ``seconds`` bounds the time spent building them: what is found by then
+    is the answer, cut as a limit cuts (``Result.cut`` says so).
+
     ``key``, when given, names the request (the same key, the same
-    request): its candidates are kept per tree in the view, and the next
-    time only the trees changed since are searched again (``_by_anchor``).
+    request): its anchors' searches are kept in the view, and the next
+    time only the trees changed since are searched again (``_kept``).
     """
     view = view_mod.of(conn)
+    budget = assign.Budget(seconds)
     with view.lock:
         view.refresh(conn)
-        return _find(view, request, randomize, max_candidates, key)
+        result = _find(view, request, randomize, max_candidates, key, strategy, budget)
+    result.cut = budget.cut
+    return result
 
 
 def _find(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
-          randomize: bool, max_candidates: int, key: Hashable) -> Result:
+          randomize: bool, max_candidates: int, key: Hashable, strategy: str,
+          budget: assign.Budget) -> Result:
     names = search.resolve(
         view, request.all_classes(), request.all_traits(),
         {u for g in request.groups.values() for s in g.member_of + [g.forbidden_aggs]
@@ -213,24 +250,26 @@ def _find(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
     if not (lone is not None and lone.resources and (lone.granular or not _spread_needed(names))
             and not (request.root_required or request.root_forbidden)):
         lone = None
-    if key is None or names.sharing:
-        # A sharing provider serves other trees than its own: no answer
-        # is any one tree's alone.
-        stop_after = None
-        if request.limit and not randomize:
-            stop_after = request.limit
-        if max_candidates >= 0:
-            stop_after = min(stop_after or max_candidates, max_candidates)
-        by_anchor = _by_anchor(view, request, queries, names, lone, stop_after)
-    else:
-        by_anchor = _kept(view, key, lambda part: _by_anchor(part, request, queries, names,
-                                                             lone, None))
-    candidates = [c for anchor in sorted(by_anchor) for c in by_anchor[anchor]]
+
+    def compute(part: view_mod.ResourceView) -> Sources:
+        return _sources(part, request, queries, names, lone)
+
+    # A sharing provider serves other trees than its own: no answer is
+    # any one tree's alone, so none is kept per tree.
+    kept = key is not None and not names.sharing
+    sources = _kept(view, key, compute) if kept else compute(view)
+    stop_after = None
+    if request.limit and not randomize:
+        stop_after = request.limit
+    if max_candidates >= 0:
+        stop_after = min(stop_after or max_candidates, max_candidates)
+    candidates = order.take(sources, stop_after, strategy, budget,
+                            distinct=bool(names.sharing))
+    if kept:
+        _keep(view, key, sources)
     if lone is not None:
         # A lone group's candidates are single providers, listed by id.
         candidates.sort(key=lambda c: next(iter(c.amounts)))
-    if max_candidates >= 0:
-        candidates = candidates[:max_candidates]
     if randomize:
         random.shuffle(candidates)
     if request.limit:
@@ -238,75 +277,87 @@ def _find(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
     return _with_summaries(view, request, candidates, class_names)
 
 
-# Requests whose candidates a worker keeps per tree, and candidates kept in
-# all; beyond either, the least recently asked request goes (an answer
-# larger than the second is not kept at all).
+# Requests whose searches a worker keeps per tree, and candidates found by
+# them in all; beyond either, the least recently asked request goes (one
+# that found more than the second is not kept at all).
 KEPT_REQUESTS = 16
 KEPT_CANDIDATES = 100000
 
 
 def _kept(view: view_mod.ResourceView, key: Hashable,
-          compute: Callable[[view_mod.ResourceView], combine.ByAnchor]) -> combine.ByAnchor:
-    """The candidates of the request named ``key``, by anchor, kept in the
+          compute: Callable[[view_mod.ResourceView], Sources]) -> Sources:
+    """The searches of the request named ``key``, by anchor, kept in the
     view: every anchor is the root of its tree, and with no sharing
     providers a tree's candidates depend on that tree's providers alone.
     So after a claim only the claimed tree is searched again (``compute``
     on ``view.subset`` of the trees changed since), the other trees'
-    candidates are taken as they were."""
-    kept = view.answers
-    entry = kept.pop(key, None)
+    searches are taken as they were, with what they found so far."""
+    entry = view.answers.pop(key, None)
     changed = None if entry is None else view.trees_changed_since(entry[0])
     if changed is None:
-        by_anchor = compute(view)
-    else:
-        by_anchor = entry[1]
-        if changed:
-            for root in changed:
-                by_anchor.pop(root, None)
-            by_anchor.update(compute(view.subset(changed)))
-    count = sum(map(len, by_anchor.values()))
+        return compute(view)
+    sources: Sources = entry[1]
+    if changed:
+        for root in changed:
+            sources.pop(root, None)
+        sources.update(compute(view.subset(changed)))
+    return sources
+
+
+def _keep(view: view_mod.ResourceView, key: Hashable, sources: Sources) -> None:
+    kept = view.answers
+    count = sum(len(getattr(source, 'items', ())) for source in sources.values())
     if count > KEPT_CANDIDATES:
-        return by_anchor
-    kept[key] = (view.version, by_anchor, count)   # the most recent last
+        return
+    kept[key] = (view.version, sources, count)   # the most recent last
     while (len(kept) > KEPT_REQUESTS
            or sum(entry[2] for entry in kept.values()) > KEPT_CANDIDATES):
         del kept[next(iter(kept))]
-    return by_anchor
 
 
-def _by_anchor(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
-               queries: list[search.GroupQuery], names: search.Names,
-               lone: search.GroupQuery | None, stop_after: int | None) -> combine.ByAnchor:
+def _sources(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
+             queries: list[search.GroupQuery], names: search.Names,
+             lone: search.GroupQuery | None) -> Sources:
     state = _Search(view, request, queries, names)
     if lone is not None:
-        found: combine.ByAnchor = {}
-        for candidate in state.lone_group(lone)[:stop_after]:
+        found: dict[int, list[combine.Candidate]] = {}
+        for candidate in state.lone_group(lone):
             rp = next(iter(candidate.amounts))
             found.setdefault(view.rows[rp][3], []).append(candidate)
-        return found
-    return _combined(view, request, state, queries, names.traits, stop_after)
+        return {anchor: order.Found(items) for anchor, items in found.items()}
+    return _searches(view, request, state, queries, names.traits)
 
 
-def _combined(view: view_mod.ResourceView, request: request_mod.CandidateRequest, state: _Search,
-              queries: list[search.GroupQuery], trait_ids: dict[str, int],
-              stop_after: int | None) -> combine.ByAnchor:
-    """Candidates made of one piece per group under a common anchor."""
-    options = {}
+def _searches(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
+              state: _Search, queries: list[search.GroupQuery],
+              trait_ids: dict[str, int]) -> Sources:
+    """One search per anchor every group can be satisfied under: candidates
+    made of one piece per group (``assign``)."""
+    options = []
     for query in queries:
-        options[query.suffix] = found = state.options(query)
+        found = state.options(query)
         if not found:
             return {}
-    anchors = set.intersection(*(set(o) for o in options.values()))
+        options.append(found)
+    anchors = set.intersection(*(set(o) for o in options))
     if request.root_required or request.root_forbidden:
         anchors = search.matching_roots(view, anchors,
                                         {trait_ids[t] for t in request.root_required},
                                         {trait_ids[t] for t in request.root_forbidden})
     if not anchors:
         return {}
-    options = {s: {a: o[a] for a in anchors} for s, o in options.items()}
-    rows = view.rows
-    return combine.merge(request, options, state.capacity, state.root_of,
-                         lambda rp: rows[rp][2], stop_after, shared=bool(state.sharing))
+    suffixes = list(request.groups)
+    rows, members = view.rows, view.members
+    rules = assign.Rules(
+        suffixes=suffixes, asks=[q.resources for q in queries],
+        granular=[q.granular for q in queries],
+        isolate=request.group_policy == 'isolate',
+        subtrees=[[suffixes.index(s) for s in subtree] for subtree in request.same_subtrees],
+        nested_aware=request.nested_aware, capacity=state.capacity, root_of=state.root_of,
+        parent_of=lambda rp: rows[rp][2],
+        parents_in=lambda root: {p for rp in members.get(root, ()) if (p := rows[rp][2]) is not None})
+    return {anchor: assign.AnchorSearch(anchor, rules, [o[anchor] for o in options])
+            for anchor in anchors}
 
 
 def _with_summaries(view: view_mod.ResourceView, request: request_mod.CandidateRequest,

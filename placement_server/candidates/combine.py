@@ -1,21 +1,18 @@
-"""GET /allocation_candidates: combining matches into candidates, in Python.
+"""GET /allocation_candidates: each request group's matches as pieces per anchor.
 
 Each request group first becomes *options per anchor*: for every tree root
 that could anchor a candidate, the ways this group can be satisfied there
 (a ``Piece``: the amounts it takes from which providers). A candidate is
 one piece per group, all under the same anchor, that together respect
 group_policy, same_subtree and capacity (amounts of one class from one
-provider asked by several groups add up).
+provider asked by several groups add up): ``assign`` finds them.
 """
 import collections
-from collections.abc import Callable
 from collections.abc import Collection
 from collections.abc import Iterable
 from collections.abc import Mapping
 import itertools
 from typing import NamedTuple
-
-from placement_server.candidates.request import CandidateRequest
 
 # What is taken of one provider: ((class, amount), ...), classes in order.
 Asked = tuple[tuple[int, int], ...]
@@ -44,8 +41,6 @@ class Candidate(NamedTuple):
 
 # {anchor root: the pieces that satisfy a group under it}
 Options = dict[int, list[Piece]]
-# {anchor root: the candidates under it}, anchors in ascending order
-ByAnchor = dict[int, list[Candidate]]
 
 
 def per_provider(amounts: Iterable[tuple[tuple[int, int], int]]) -> dict[int, Asked]:
@@ -119,137 +114,3 @@ def spread_options(by_anchor: dict[int, dict[int, list[int]]], resources: dict[i
         if pieces:
             options[anchor] = pieces
     return options
-
-
-def _ancestors(rp: int, parent_of: Callable[[int], int | None]) -> set[int]:
-    found = {rp}
-    parent = parent_of(rp)
-    while parent is not None:
-        found.add(parent)
-        parent = parent_of(parent)
-    return found
-
-
-def merge(request: CandidateRequest, options: dict[str, Options], capacity: Capacity,
-          root_of: dict[int, int], parent_of: Callable[[int], int | None],
-          stop_after: int | None = None, shared: bool = True) -> ByAnchor:
-    """The candidates by anchor: one piece per group under a common anchor.
-
-    ``options`` is {suffix: {anchor: [Piece]}}; ``capacity`` is
-    {(provider, class): (capacity, used, max_unit)} for every pair whose
-    amounts may add up across groups (the others were checked in SQL).
-    ``shared`` says whether sharing providers took part: only then can two
-    anchors yield the same candidate. Stops after ``stop_after`` distinct
-    candidates when given.
-    """
-    suffixes = list(request.groups)
-    if len(suffixes) == 1:
-        return _one_group(suffixes[0], options[suffixes[0]], stop_after, shared)
-    granular = [i for i, s in enumerate(suffixes) if request.groups[s].granular]
-    subtrees = [[suffixes.index(s) for s in subtree] for subtree in request.same_subtrees]
-    anchors = set.intersection(*(set(options[s]) for s in suffixes))
-    # {provider: itself and its ancestors} of every provider a same_subtree
-    # group maps to, worked out once
-    chain: dict[int, frozenset[int]] = {}
-    for i in {i for subtree in subtrees for i in subtree}:
-        for anchor in anchors:
-            for piece in options[suffixes[i]][anchor]:
-                for rp in piece.mapped:
-                    if rp not in chain:
-                        chain[rp] = frozenset(_ancestors(rp, parent_of))
-
-    def in_same_subtrees(combo: tuple[Piece, ...]) -> bool:
-        for subtree in subtrees:
-            chains = [chain[rp] for i in subtree for rp in combo[i].mapped]
-            # Only the one nearest its root can be an ancestor (or self) of
-            # all the others: its chain must lie within every other chain.
-            top = min(chains, key=len)
-            for other in chains:
-                if not top <= other:
-                    return False
-        return True
-
-    isolate = request.group_policy == 'isolate'
-    seen: set[tuple[frozenset[tuple[int, Asked]], frozenset[tuple[str, frozenset[int]]]]] = set()
-    by_anchor: ByAnchor = {}
-    count = 0
-    for anchor in sorted(anchors):
-        found: list[Candidate] = []
-        for combo in itertools.product(*(options[s][anchor] for s in suffixes)):
-            if isolate and len({p for i in granular for p in combo[i].providers}) != len(granular):
-                continue
-            if subtrees and not in_same_subtrees(combo):
-                continue
-            amounts: dict[int, Asked] = {}
-            apart = 0
-            for piece in combo:
-                amounts.update(piece.amounts)
-                apart += len(piece.amounts)
-            if len(amounts) != apart:
-                # Some provider serves several groups: its amounts may add up.
-                summed = _summed(combo, capacity)
-                if summed is None:
-                    continue
-                amounts = summed
-            if not request.nested_aware:
-                if len({root_of[rp] for rp in amounts}) != len(amounts):
-                    continue
-            if shared:
-                key = (frozenset(amounts.items()),
-                       frozenset((s, piece.providers) for s, piece in zip(suffixes, combo)))
-                if key in seen:
-                    continue
-                seen.add(key)
-            found.append(Candidate(amounts, {s: piece.mapped
-                                             for s, piece in zip(suffixes, combo)}))
-            count += 1
-            if stop_after is not None and count >= stop_after:
-                by_anchor[anchor] = found
-                return by_anchor
-        if found:
-            by_anchor[anchor] = found
-    return by_anchor
-
-
-def _summed(combo: tuple[Piece, ...], capacity: Capacity) -> dict[int, Asked] | None:
-    """The amounts per provider of pieces that share providers, or None if
-    amounts that add up exceed a capacity. Each piece fits on its own
-    (checked in SQL): only sums can exceed it."""
-    amounts: dict[tuple[int, int], int] = {}
-    summed = []
-    for piece in combo:
-        for rp, asked in piece.amounts.items():
-            for rc, amount in asked:
-                if (rp, rc) in amounts:
-                    amounts[rp, rc] += amount
-                    summed.append((rp, rc))
-                else:
-                    amounts[rp, rc] = amount
-    if any(key in capacity and (capacity[key][1] + amounts[key] > capacity[key][0]
-                                or amounts[key] > capacity[key][2])
-           for key in summed):
-        return None
-    return per_provider(amounts.items())
-
-
-def _one_group(suffix: str, options: Options, stop_after: int | None,
-               shared: bool) -> ByAnchor:
-    """A lone group's pieces are its candidates: each was capacity checked
-    in SQL and takes from each (provider, class) once. Only the copies a
-    sharing provider leaves under several anchors are dropped."""
-    seen: set[tuple[frozenset[tuple[int, Asked]], frozenset[int]]] = set()
-    by_anchor: ByAnchor = {}
-    count = 0
-    for anchor in sorted(options):
-        found = by_anchor[anchor] = []
-        for piece in options[anchor]:
-            if shared:
-                key = (frozenset(piece.amounts.items()), piece.providers)
-                if key in seen:
-                    continue
-                seen.add(key)
-            found.append(Candidate(piece.amounts, {suffix: piece.mapped}))
-            count += 1
-            if stop_after is not None and count >= stop_after:
-                return by_anchor
-    return by_anchor

@@ -1,9 +1,13 @@
 """GET /allocation_candidates (1.10+): where a request for resources fits."""
+import logging
+
 from placement_server import candidates
 from placement_server import util
 from placement_server.candidates import render
 from placement_server.candidates import request as candidates_request
 from placement_server.schemas import allocation_candidate as schema
+
+LOG = logging.getLogger(__name__)
 
 
 @util.since('1.10')
@@ -18,8 +22,15 @@ def list_allocation_candidates(req):
             result = candidates.find(conn, request,
                                      randomize=opts.randomize_allocation_candidates,
                                      max_candidates=opts.max_allocation_candidates,
+                                     strategy=opts.allocation_candidates_generation_strategy,
+                                     seconds=opts.allocation_candidates_time_limit or None,
                                      # the same query at the same version asks the same
                                      key=(req.version, tuple(sorted(req.GET.items()))))
+        if result.cut:
+            LOG.warning('GET /allocation_candidates?%s: cut after %s s '
+                        '([placement] allocation_candidates_time_limit) with %d candidates',
+                        req.query_string, opts.allocation_candidates_time_limit,
+                        len(result.candidates))
         body = render.render(result, request)
         # Free the big structures before collection resumes, or its first
         # pass walks them all.
