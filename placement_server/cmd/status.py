@@ -1,74 +1,94 @@
-"""placement-status upgrade check: is this database ready for this code?
+"""placement-status upgrade check [--json]: is this database ready for this code?
 
-Exit status as every OpenStack ``*-status upgrade check``: 0 all checks
-passed, 1 a warning, 2 a failure (the service would not work), 255 the
-check itself could not run (e.g. the database is unreachable).
+Through oslo.upgradecheck, as every OpenStack ``*-status`` command: its
+table (or JSON) and its exit status, 0 all checks passed, 1 a warning, 2 a
+failure (the service would not work), 255 the check itself could not run
+(no database configured, or unreachable: one line on stderr). Read-only:
+it never creates a database.
 """
 import sys
 
 import os_resource_classes
 import os_traits
+from oslo_config import cfg
+from oslo_upgradecheck import upgradecheck
 import sqlalchemy as sa
 
 from placement_server import cmd
+from placement_server import conf as conf_mod
 from placement_server.db import migration
 from placement_server.db import tables
+from placement_server.db import takeover
 
-SUCCESS, WARNING, FAILURE = 0, 1, 2
-
-
-def check_schema(db):
-    have, want = migration.current(db), migration.head()
-    if have == want:
-        return SUCCESS, 'schema revision %s is current' % have
-    return FAILURE, ('schema revision is %s, this code needs %s: run '
-                     '"placement-manage db sync"' % (have or 'none', want))
+CANNOT_RUN = 255
+Code = upgradecheck.Code
+Result = upgradecheck.Result
 
 
-def check_standard_names(db):
-    with db.reader() as conn:
-        classes = set(conn.scalars(sa.select(tables.resource_classes.c.name)))
-        traits = set(conn.scalars(sa.select(tables.traits.c.name)))
-    missing = (len(set(os_resource_classes.STANDARDS) - classes)
-               + len(set(os_traits.get_traits()) - traits))
-    if not missing:
-        return SUCCESS, 'all standard resource classes and traits are present'
-    return WARNING, ('%d standard resource classes or traits are missing: run '
-                     '"placement-manage db sync"' % missing)
+class Checks(upgradecheck.UpgradeCommands):
 
+    def __init__(self, conf):
+        self.conf = conf
+        self.db = None
 
-def _parser():
-    parser = cmd.ArgumentParser(prog='placement-status',
-                                description='Check that placement can run on its database.')
-    cmd.add_conf_arguments(parser)
-    commands = parser.add_subparsers(dest='category', metavar='CATEGORY', required=True)
-    upgrade = commands.add_parser('upgrade', help='upgrade readiness')
-    actions = upgrade.add_subparsers(dest='action', metavar='ACTION', required=True)
-    actions.add_parser('check', help='run every check and report each one')
-    return parser
+    def _schema(self):
+        try:
+            migration.check(self.db)
+        except takeover.UnknownRevision as e:
+            return Result(Code.FAILURE, str(e))
+        schema, want = migration.found(self.db), migration.head()
+        if schema.ours == want:
+            return Result(Code.SUCCESS, 'schema revision %s is current' % want)
+        return Result(Code.FAILURE, 'schema revision is %s, this code needs %s: run '
+                                    '"placement-manage db sync"' % (schema.ours or 'none', want))
+
+    def _standard_names(self):
+        if migration.found(self.db).ours is None:
+            return Result(Code.FAILURE, 'no schema to look into: run "placement-manage db sync"')
+        with self.db.reader() as conn:
+            classes = set(conn.scalars(sa.select(tables.resource_classes.c.name)))
+            traits = set(conn.scalars(sa.select(tables.traits.c.name)))
+        missing = (len(set(os_resource_classes.STANDARDS) - classes)
+                   + len(set(os_traits.get_traits()) - traits))
+        if not missing:
+            return Result(Code.SUCCESS, 'all standard resource classes and traits are present')
+        return Result(Code.WARNING, '%d standard resource classes or traits are missing: '
+                                    'run "placement-manage db sync"' % missing)
+
+    _upgrade_checks = (('Database schema', _schema),
+                       ('Standard resource classes and traits', _standard_names))
+
+    def check(self):
+        try:
+            self.db = cmd.open_database(self.conf, create=False)
+        except cmd.CommandError as e:
+            print('placement-status: %s' % e, file=sys.stderr)
+            return CANNOT_RUN
+        try:
+            return super().check()
+        finally:
+            self.db.dispose()
 
 
 def _main(argv):
-    args = _parser().parse_args(argv)
-    conf = cmd.load_conf(args)
-    db = cmd.open_database(conf)
-    names = {SUCCESS: 'Success', WARNING: 'Warning', FAILURE: 'Failure'}
-    worst = SUCCESS
+    conf = cfg.ConfigOpts()
+    conf_mod.register_opts(conf)
+    checks = Checks(conf)
+    upgradecheck.register_cli_options(conf, checks)
     try:
-        for title, check in (('Database schema', check_schema),
-                             ('Standard resource classes and traits', check_standard_names)):
-            if title != 'Database schema' and worst == FAILURE:
-                break       # no tables to look into
-            code, detail = check(db)
-            worst = max(worst, code)
-            print('%s: %s (%s)' % (title, names[code], detail))
-    finally:
-        db.dispose()
-    return worst
+        conf(argv, project='placement', version=cmd.version(),
+             default_config_files=cmd.default_config_files())
+    except cfg.Error as e:
+        raise cmd.CommandError('placement-status: bad configuration: %s'
+                               % str(e).strip().splitlines()[0])
+    # check() reads --json from the library's module-level CONF, which
+    # upgradecheck.main sets; main itself cannot pass --version.
+    upgradecheck.CONF = conf
+    return upgradecheck.run(conf)
 
 
 def main(argv=None):
-    sys.exit(cmd.run(_main, argv, error_status=255))
+    sys.exit(cmd.run(_main, argv, error_status=CANNOT_RUN))
 
 
 if __name__ == '__main__':
