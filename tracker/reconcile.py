@@ -17,9 +17,11 @@ with resources on nova's tree (and its sharing providers), and per domain:
 - ``migration_stale``: a MIGRATION consumer older than
   ``[tracker] migration_max_age``.
 
-A MIGRATION consumer younger than that is a move in flight: the guests of
-its project and user are nova's business until it ends, so neither they nor
-it are findings, and no repair touches them (``Findings.held``).
+A MIGRATION consumer younger than that is a move in flight: it, and the
+guest whose resources it holds here (same project and user, same
+resources: the source of a live migration or a resize), are nova's business
+until it ends. Neither is a finding, and no repair touches them
+(``Findings.held``, ``Findings.protected``).
 
 Placement keeps no creation time, so an age is counted from the first time
 the agent saw the consumer in that state (``ConsumerAges``, kept in
@@ -141,13 +143,14 @@ def findings(instances, consumers, managed, root_uuid, ages, *, orphan_grace,
             out.held.append(Drift('migration_in_flight', consumer, '', {
                 'placement': part, 'age_seconds': int(age)}))
 
-    def moving(project_id, user_id, wanted):
-        """The in-flight migration holding this guest's resources, if any:
-        nova writes a migration's consumer with its instance's owner."""
+    def moving(project_id, user_id, part):
+        """The in-flight migration holding this guest's resources here, if
+        any: the same resources, and the same owner (nova writes a
+        migration's consumer with its instance's project and user)."""
         for migration, record in in_flight.items():
-            if project_id and _owner(record) == (project_id, user_id):
-                return migration
-            if not project_id and alloc_mod.host_part(record, managed) == wanted:
+            if alloc_mod.host_part(record, managed) != part:
+                continue
+            if not project_id or _owner(record) == (project_id, user_id):
                 return migration
         return None
 

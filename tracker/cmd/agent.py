@@ -31,7 +31,8 @@ def run_once(agent):
     if not result.ok:
         return common.fail(PROG, result.summary())
     print(result.summary())
-    root = agent.last_snapshot.root.uuid
+    # beside nova-compute, the tree is nova's
+    root = agent.compute_node or agent.last_snapshot.root.uuid
     providers, allocations = audit_mod.placement_view(agent.client, root)
     print(usage.format_tree(providers, allocations))
     return 0
