@@ -192,3 +192,14 @@ def test_absent_ignores_compute_id(conf, placement, nova_host):
     agent = agent_for(conf, placement)
     agent.audit()
     assert agent.compute_node is None
+
+
+def test_a_repair_never_touches_a_consumer_a_migration_holds(conf, placement, nova_host):
+    agent = agent_for(conf, placement)
+    agent.audit()                      # reads nova's tree and its consumers
+    marker = placement.count()
+    result = agent.client.repair_allocations(
+        NOVA_ROOT, [(MDEV, {NOVA_ROOT: ROOT_PART[MDEV], GPU1: {'VGPU': 1}}, None, None)],
+        protected={MDEV})
+    assert result.kept == [(MDEV, 'a migration is in flight')]
+    assert result.writes == [] and writes(placement, marker) == []
