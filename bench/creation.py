@@ -4,7 +4,7 @@ placeload (the gate's loader, 200 requests in flight) creates N providers,
 each with inventory, aggregates and traits: four writes. Three servers
 take it in turn, in the order A B C then C B A so that a machine that
 drifts weighs on each alike, each under the same gunicorn command line
-(2 sync workers, bench.harness.WORKER) on a fresh database of the engine:
+(2 workers, bench.harness.WORKER) on a fresh database of the engine:
 
   floor     a WSGI app that answers every call 200 and does nothing: what
             placeload, gunicorn and the two CPUs cost by themselves
@@ -47,6 +47,7 @@ class Floor(upstream.PlacementServer):
     name = 'floor'
     app = 'bench.floor_app:application'
     worker_class = harness.WORKER
+    threads = harness.THREADS
 
     def gunicorn(self):
         return os.path.join(os.path.dirname(sys.executable), 'gunicorn')
@@ -57,7 +58,7 @@ class Floor(upstream.PlacementServer):
         log = open(self.log_path, 'ab')
         self.proc = subprocess.Popen(
             upstream.gunicorn_command(self.gunicorn(), self.app, self.port, self.workers,
-                                      self.worker_class),
+                                      self.worker_class, self.threads),
             env=upstream.clean_env(), cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT)
         log.close()
         upstream.wait_until_up(self.url, self.proc, self.log_path)

@@ -2,8 +2,8 @@
 
 Both run as real gunicorn processes with the same command line (sync
 workers, same count; tests/upstream.py builds it), under the worker
-placement-server runs (``WORKER``: gunicorn's sync worker, less its wait
-for each client to close), each on its own fresh
+placement-server runs (``WORKER``: gunicorn's threaded worker, with
+``THREADS`` threads), each on its own fresh
 database of the same engine (SQLite file, PostgreSQL or MariaDB database), with
 the same options. Both are up at once and a workload interleaves them
 call by call (``side_by_side``), so the noise of a shared machine weighs
@@ -34,6 +34,7 @@ TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if TOP not in sys.path:
     sys.path.insert(0, TOP)
 
+from placement_server.cmd import server as server_cmd  # noqa: E402
 from placement_server.db import api as db_api  # noqa: E402
 from placement_server.db import migration  # noqa: E402
 from tests import upstream  # noqa: E402
@@ -58,15 +59,15 @@ def serve_from_this_tree(workdir, package):
         os.symlink(os.path.join(TOP, package), link)
 
 
-# Every server of a benchmark runs under the worker placement-server uses
-# (this tree's, linked into each server's directory): without it each
-# sync worker sits idle until its client closes, on every request.
-WORKER = 'placement_server.cmd.gunicorn_worker.Worker'
+# Every server of a benchmark runs under the worker placement-server uses.
+WORKER = 'gthread'
+THREADS = server_cmd.DEFAULT_THREADS
 
 
 class UnderOurWorker:
     """A server of a benchmark: served under ``WORKER``."""
     worker_class = WORKER
+    threads = THREADS
 
     def start(self):
         serve_from_this_tree(self.workdir, 'placement_server')

@@ -7,8 +7,11 @@ placement does it, from
 otherwise from oslo.config's usual places (/etc/placement/placement.conf,
 ...), and any option can be given by environment variable:
 ``OS_<GROUP>__<OPTION>``, e.g. ``OS_PLACEMENT_DATABASE__CONNECTION``.
-
+Without a database connection there is no application:
+placement_server.db.config says where it looked.
 """
+import importlib.metadata
+import logging as std_logging
 import os
 
 from oslo_config import cfg
@@ -20,19 +23,14 @@ from placement_server import middleware
 from placement_server import policy
 from placement_server import wsgi
 from placement_server.db import api as db_api
+from placement_server.db import config
 from placement_server.db import migration
 
 LOG = logging.getLogger(__name__)
 
-CONFIG_FILE = 'placement.conf'
-
 
 def default_config_files():
-    config_dir = os.environ.get('OS_PLACEMENT_CONFIG_DIR')
-    if config_dir:
-        path = os.path.join(config_dir, CONFIG_FILE)
-        return [path] if os.path.exists(path) else []
-    return cfg.find_config_files(project='placement')
+    return config.default_config_files()
 
 
 def load_conf(args=(), config_files=None):
@@ -48,8 +46,9 @@ def load_conf(args=(), config_files=None):
 
 
 def open_database(conf):
-    """This process's Database for [placement_database] connection."""
-    url = sa.engine.make_url(conf.placement_database.connection)
+    """This process's Database for [placement_database] connection
+    (config.NotConfigured when there is none)."""
+    url = sa.engine.make_url(config.connection(conf))
     kwargs = {}
     if url.get_backend_name() == 'sqlite':
         if url.database and url.database != ':memory:':
@@ -76,7 +75,24 @@ def init_application(conf, db=None):
 
 
 def application_from_environment():
-    """The application as configured by files and OS_* variables."""
+    """The application as configured by files and OS_* variables
+    (config.NotConfigured when no database is configured)."""
     conf = load_conf()
+    config.connection(conf)
     logging.setup(conf, 'placement')
+    log_start(conf)
     return init_application(conf)
+
+
+def log_start(conf):
+    """The version and every option's effective value (secrets masked), as
+    OpenStack services log them when they start."""
+    LOG.info('placement server %s starting', version())
+    conf.log_opt_values(LOG, std_logging.INFO)
+
+
+def version():
+    try:
+        return importlib.metadata.version('compute-tracker')
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"

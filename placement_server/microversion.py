@@ -1,11 +1,15 @@
 """Microversions: the version table and the negotiation.
 
 A request names its version in ``OpenStack-API-Version: placement X.Y``
-(or ``latest``); without the header it gets the minimum. Handlers ask
+(or ``latest``); without the header it gets the minimum. The header is
+read by microversion-parse, the library OpenStack services share, so it
+is understood as every other service understands it. Handlers ask
 ``req.version >= (1, 14)``-style questions of the ``Version`` they find on
 the request.
 """
 import re
+
+import microversion_parse
 
 SERVICE_TYPE = 'placement'
 HEADER = 'OpenStack-API-Version'
@@ -74,6 +78,8 @@ class Version(tuple):
 
 MIN_VERSION = Version.parse(VERSIONS[0])
 MAX_VERSION = Version.parse(VERSIONS[-1])
+# Each version offered, by its canonical text: one Version object each.
+_OFFERED = {text: Version.parse(text) for text in VERSIONS}
 
 
 class InvalidVersion(ValueError):
@@ -88,23 +94,20 @@ def negotiate(header_value):
     """Pick the version for a request from its header (or None: the minimum)."""
     if not header_value:
         return MIN_VERSION
-    wanted = None
     # The header may name several services: "placement 1.4, compute 2.1".
-    for part in header_value.split(','):
-        words = part.strip().split(None, 1)
-        if len(words) == 2 and words[0].lower() == SERVICE_TYPE:
-            wanted = words[1].strip()
+    wanted = microversion_parse.get_version(
+        {microversion_parse.STANDARD_HEADER: header_value}, SERVICE_TYPE)
     if wanted is None:
         return MIN_VERSION
-    if wanted.lower() == 'latest':
+    if wanted == 'latest':
         return MAX_VERSION
     try:
-        version = Version.parse(wanted)
-    except ValueError:
+        parsed = microversion_parse.parse_version_string(wanted)
+    except TypeError:
         raise InvalidVersion('invalid version string: %s' % wanted)
-    if not MIN_VERSION <= version <= MAX_VERSION:
-        raise UnacceptableVersion(
-            'Unacceptable version header: %s' % wanted)
+    version = _OFFERED.get(str(parsed))
+    if version is None:
+        raise UnacceptableVersion('Unacceptable version header: %s' % wanted)
     return version
 
 

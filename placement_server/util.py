@@ -112,6 +112,12 @@ def json_response(req, body, status=200, modified=None, headers=None):
     return resp
 
 
+def url(req, path):
+    """``path`` (an API path) as a link the client can follow: under the
+    prefix the API is mounted at (SCRIPT_NAME, e.g. /placement), if any."""
+    return req.environ.get('SCRIPT_NAME', '') + path
+
+
 def no_content(status=204):
     resp = webob.Response(status=status)
     # A 204 has no body and so no content type.

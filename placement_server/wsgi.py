@@ -2,8 +2,10 @@
 
 From the outside in:
 
-  PlacementApp   request id, microversion, error rendering (every error a
-                 JSON body with a code, never a traceback)
+  RequestId      oslo.middleware: the request id (and the caller's global
+                 one) in the environ and in x-openstack-request-id
+  PlacementApp   microversion, error rendering (every error a JSON body
+                 with a code, never a traceback)
   auth           noauth2 or keystonemiddleware (sets X-User-Id, X-Roles...)
   dispatch       builds the RequestContext, routes, calls the handler
 
@@ -14,10 +16,9 @@ metrics, request log, CORS) around ``make_app``.
 import html
 import json
 import logging
-import re
 import urllib.parse
-import uuid
 
+from oslo_middleware import request_id as oslo_request_id
 import webob
 
 from placement_server import auth
@@ -29,9 +30,6 @@ from placement_server import router
 from placement_server import util
 
 LOG = logging.getLogger(__name__)
-
-_REQUEST_ID = re.compile(r'^req-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$')
-
 
 def _error_body(err, request_id, version):
     error = {'status': err.status, 'title': err.title, 'detail': err.detail,
@@ -98,7 +96,7 @@ class Dispatcher:
         environ['placement.db'] = self.db
         environ['placement.conf'] = self.conf
         ctx = context.RequestContext.from_environ(environ)
-        ctx.request_id = environ['placement.request_id']
+        ctx.request_id = environ[oslo_request_id.ENV_REQUEST_ID]
         environ['placement.context'] = ctx
         req = util.Request(environ)
         # No name, uuid or filter of placement holds a NUL, and PostgreSQL
@@ -123,12 +121,7 @@ class PlacementApp:
         self.app = app
 
     def __call__(self, environ, start_response):
-        request_id = 'req-%s' % uuid.uuid4()
-        environ['placement.request_id'] = request_id
-        environ['openstack.request_id'] = request_id
-        global_id = environ.get('HTTP_X_OPENSTACK_REQUEST_ID')
-        if global_id and _REQUEST_ID.match(global_id):
-            environ['openstack.global_request_id'] = global_id
+        request_id = environ[oslo_request_id.ENV_REQUEST_ID]
         version = None
         try:
             try:
@@ -144,7 +137,7 @@ class PlacementApp:
             environ['placement.microversion'] = version
             # The handlers answer whole bodies: anything that goes wrong is
             # raised before the answer starts.
-            return self.app(environ, _with_headers(start_response, request_id, version))
+            return self.app(environ, _with_headers(start_response, version))
         except errors.PlacementError as err:
             resp = _error_response(err, request_id, version, environ.get('HTTP_ACCEPT'))
         except Exception:
@@ -154,13 +147,13 @@ class PlacementApp:
                                         'server log has the details.')
             err.status = 500
             resp = _error_response(err, request_id, version, environ.get('HTTP_ACCEPT'))
-        return resp(environ, _with_headers(start_response, request_id, version))
+        return resp(environ, _with_headers(start_response, version))
 
 
-def _with_headers(start_response, request_id, version):
-    """``start_response`` adding what every answer carries: the request id,
-    the version served (once negotiated) and Vary on the version header."""
-    ours = [('x-openstack-request-id', request_id)]
+def _with_headers(start_response, version):
+    """``start_response`` adding what every versioned answer carries: the
+    version served (once negotiated) and Vary on the version header."""
+    ours = []
     if version is not None:
         ours.append(('OpenStack-API-Version', microversion.response_header(version)))
     ours.append(('Vary', microversion.HEADER.lower()))   # as upstream writes it
@@ -174,4 +167,4 @@ def _with_headers(start_response, request_id, version):
 
 def make_app(conf, db):
     """The full application for ``conf`` on database ``db``."""
-    return PlacementApp(auth.wrap(Dispatcher(db, conf), conf))
+    return oslo_request_id.RequestId(PlacementApp(auth.wrap(Dispatcher(db, conf), conf)))

@@ -111,15 +111,17 @@ def wait_until_up(url, proc, log_path, timeout=START_TIMEOUT):
                        % (url, proc.poll(), tail))
 
 
-def gunicorn_command(gunicorn, app, port, workers, worker_class=None):
+def gunicorn_command(gunicorn, app, port, workers, worker_class=None, threads=None):
     """The one gunicorn command line both servers run under (benchmarks
-    compare like with like): sync workers on loopback, no control socket
+    compare like with like): workers on loopback, no control socket
     (several servers share this machine); gunicorn's own sync worker
-    unless ``worker_class`` names another."""
+    unless ``worker_class`` names another (and ``threads`` its threads)."""
     command = [gunicorn, '--no-control-socket', '--bind', '127.0.0.1:%d' % port,
                '--workers', str(workers)]
     if worker_class:
         command += ['--worker-class', worker_class]
+    if threads:
+        command += ['--threads', str(threads)]
     return command + [app]
 
 
@@ -157,6 +159,7 @@ class PlacementServer:
     name = None
     app = None
     worker_class = None
+    threads = None
 
     def __init__(self, db_url, workdir, workers=1, port=None, options=None):
         self.db_url = db_url
@@ -182,7 +185,7 @@ class PlacementServer:
         log = open(self.log_path, 'ab')
         self.proc = subprocess.Popen(
             gunicorn_command(self.gunicorn(), self.app, self.port, self.workers,
-                             self.worker_class),
+                             self.worker_class, self.threads),
             env=clean_env(OS_PLACEMENT_CONFIG_DIR=self.workdir),
             cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT)
         log.close()

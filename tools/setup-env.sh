@@ -30,7 +30,7 @@ fi
 stamp=.venv/.installed-$(cat setup.cfg pyproject.toml | sha1sum | cut -c1-12)
 if [ ! -f "$stamp" ]; then
     .venv/bin/pip install -q --upgrade pip wheel
-    .venv/bin/pip install -q -e '.[test]'
+    .venv/bin/pip install -q -e '.[test,server,agent]'
     rm -f .venv/.installed-*
     touch "$stamp"
 fi

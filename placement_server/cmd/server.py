@@ -5,16 +5,27 @@ upgrades the schema with --sync-db) before forking workers, so a mistake
 is one line and exit status 1, not a crash loop. Each worker then opens
 its own database pool.
 
-Workers are gunicorn's sync workers: one request at a time each, and every
-response says ``Connection: close``, so a client never reuses a connection
-the server is about to drop. SIGTERM (or SIGINT) stops gracefully:
-requests in flight finish, then the master exits 0.
+Workers are gunicorn's threaded workers (gthread): a connection waiting
+for its client (slow, stuck, or idle between keep-alive requests) holds
+at most one of a worker's ``--threads``, never the worker, so slow
+clients cannot stop the others being served. In production put a proxy
+that buffers whole requests in front (docs/install.md). SIGTERM (or
+SIGINT) stops gracefully: requests in flight finish, then the master
+exits 0.
+
+gunicorn's own messages (workers booting, timing out, killed) go through
+oslo.log like the service's; the master logs the version and every
+option's effective value at start, and serves /metrics, summed over the
+workers, on its own port (``[api] metrics_port``).
 """
+import logging
 import os
 import shutil
 import socket
 import sys
 import tempfile
+
+from gunicorn import glogging
 
 from placement_server import auth
 from placement_server import cmd
@@ -22,6 +33,20 @@ from placement_server.db import migration
 
 DEFAULT_HOST = '127.0.0.1'
 DEFAULT_PORT = 8778
+# Enough that a worker keeps serving while many clients dawdle over their
+# requests (a thread each); idle keep-alive connections take none.
+DEFAULT_THREADS = 32
+
+
+class GunicornLog(glogging.Logger):
+    """gunicorn's log lines through oslo.log's handlers: the service's
+    format, its log_file, its syslog. gunicorn's access log stays off: the
+    service logs each request itself (placement_server.middleware)."""
+
+    def setup(self, cfg):
+        self.error_log.propagate = True
+        self.error_log.setLevel(logging.INFO)
+        self.access_log.propagate = False
 
 
 def _parser():
@@ -34,6 +59,9 @@ def _parser():
                         help='port to listen on (default %(default)s)')
     parser.add_argument('--workers', type=int, default=1,
                         help='worker processes (default %(default)s)')
+    parser.add_argument('--threads', type=int, default=DEFAULT_THREADS,
+                        help='connections each worker serves at once '
+                             '(default %(default)s)')
     parser.add_argument('--timeout', type=int, default=120,
                         help='seconds a request may take before its worker '
                              'is restarted (default %(default)s)')
@@ -90,12 +118,27 @@ def _child_exit(server, worker):
     multiprocess.mark_process_dead(worker.pid)
 
 
+def _serve_metrics(conf, host):
+    """The master's metrics port (None when off)."""
+    if not conf.api.enable_metrics or not conf.api.metrics_port:
+        return None
+    from placement_server import metrics
+    host = conf.api.metrics_host or host
+    try:
+        return metrics.serve(host, conf.api.metrics_port)
+    except OSError as e:
+        raise cmd.CommandError('placement-server: cannot serve metrics on %s:%d: %s'
+                               % (host, conf.api.metrics_port, e.strerror))
+
+
 def _main(argv):
     args = _parser().parse_args(argv)
     if not 0 < args.port < 65536:
         raise cmd.CommandError('placement-server: --port must be 1-65535')
     if args.workers < 1:
         raise cmd.CommandError('placement-server: --workers must be at least 1')
+    if args.threads < 1:
+        raise cmd.CommandError('placement-server: --threads must be at least 1')
     # Set before prometheus_client is first imported, in the master, so that
     # every worker writes its numbers where one scrape can sum them.
     metrics_dir = None
@@ -140,25 +183,37 @@ def _serve(args, conf):
     conf.set_override('sync_on_startup', False, group='placement_database')
     _check_port_free(args.host, args.port)
     logging.setup(conf, 'placement')
+    from placement_server import deploy
+    deploy.log_start(conf)
+    metrics_server = _serve_metrics(conf, args.host)
+
+    def post_fork(server, worker):
+        # The metrics port is the master's alone.
+        if metrics_server is not None:
+            metrics_server.socket.close()
+
     options = {
         'bind': '[%s]:%d' % (args.host, args.port) if ':' in args.host
                 else '%s:%d' % (args.host, args.port),
         'workers': args.workers,
-        'worker_class': 'placement_server.cmd.gunicorn_worker.Worker',
+        'worker_class': 'gthread',
+        'threads': args.threads,
         'timeout': args.timeout,
         'graceful_timeout': 10,
         'proc_name': 'placement-server',
         # One log line per request comes from placement_server.middleware.
         'accesslog': None,
-        'errorlog': '-',
-        'loglevel': 'info',
+        'logger_class': GunicornLog,
         'child_exit': _child_exit,
+        'post_fork': post_fork,
         # Several servers may run on one host: no shared control socket.
         'control_socket_disable': True,
     }
-    print('placement-server: serving http://%s:%d/ with %d worker(s), %s auth, '
-          'database %s' % (args.host, args.port, args.workers, conf.api.auth_strategy,
-                           cmd.safe_url(conf.placement_database.connection)),
+    print('placement-server: serving http://%s:%d/ with %d worker(s) of %d thread(s), '
+          '%s auth, database %s%s' % (
+              args.host, args.port, args.workers, args.threads, conf.api.auth_strategy,
+              cmd.safe_url(conf.placement_database.connection),
+              ', metrics on port %d' % metrics_server.server_port if metrics_server else ''),
           file=sys.stderr, flush=True)
     _gunicorn_app(conf, options).run()
     return 0

@@ -37,8 +37,8 @@ def _lock(conn, uuid):
     return providers.get(conn, uuid, for_update=True)
 
 
-def _location(uuid, rc):
-    return '/resource_providers/%s/inventories/%s' % (uuid, rc)
+def _location(req, uuid, rc):
+    return util.url(req, '/resource_providers/%s/inventories/%s' % (uuid, rc))
 
 
 def _send_all(req, generation, rows):
@@ -106,7 +106,7 @@ def create_inventory(req, uuid):
             generation = db.add_inventory(conn, provider, rc, inv)
         row = db.get_all(conn, provider['id'])[rc]
     return _send_one(req, generation, row, status=201,
-                     headers={'Location': _location(provider['uuid'], rc)})
+                     headers={'Location': _location(req, provider['uuid'], rc)})
 
 
 def get_inventory(req, uuid, resource_class):

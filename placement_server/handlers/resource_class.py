@@ -7,12 +7,9 @@ from placement_server.db import resource_classes as db
 from placement_server.schemas import resource_class as schema
 
 
-def _link(name):
-    return {'rel': 'self', 'href': '/resource_classes/%s' % name}
-
-
-def _render(row):
-    return {'name': row['name'], 'links': [_link(row['name'])]}
+def _render(req, row):
+    href = util.url(req, '/resource_classes/%s' % row['name'])
+    return {'name': row['name'], 'links': [{'rel': 'self', 'href': href}]}
 
 
 @util.since('1.2')
@@ -22,7 +19,7 @@ def list_resource_classes(req):
     with req.db.reader() as conn:
         rows = db.list_all(conn)
     return util.json_response(
-        req, {'resource_classes': [_render(r) for r in rows]},
+        req, {'resource_classes': [_render(req, r) for r in rows]},
         modified=util.last_modified(*map(util.modified, rows)))
 
 
@@ -32,7 +29,7 @@ def get_resource_class(req, name):
     util.check_accept(req)
     with req.db.reader() as conn:
         row = db.get(conn, name)
-    return util.json_response(req, _render(row),
+    return util.json_response(req, _render(req, row),
                               modified=util.modified(row))
 
 
@@ -46,7 +43,7 @@ def create_resource_class(req):
             raise errors.Conflict('Conflicting resource class already exists: %s' % name,
                                   code=errors.DUPLICATE_NAME)
     resp = util.no_content(201)
-    resp.location = '/resource_classes/%s' % name
+    resp.location = util.url(req, '/resource_classes/%s' % name)
     return resp
 
 
@@ -61,12 +58,12 @@ def update_resource_class(req, name):
         with req.db.writer() as conn:
             created = db.create(conn, name)
         resp = util.no_content(201 if created else 204)
-        resp.location = '/resource_classes/%s' % name
+        resp.location = util.url(req, '/resource_classes/%s' % name)
         return resp
     data = util.extract_json(req, schema.PUT_1_2)
     with req.db.writer() as conn:
         row = db.rename(conn, name, data['name'])
-    return util.json_response(req, _render(row))
+    return util.json_response(req, _render(req, row))
 
 
 @util.since('1.2')

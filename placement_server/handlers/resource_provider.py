@@ -25,12 +25,13 @@ def renderer(req):
     version = req.version
     links = [(rel, suffix) for wanted, rel, suffix in _LINKS if version >= wanted]
     nested = version >= (1, 14)
+    prefix = util.url(req, '/resource_providers/')
 
     def render(row):
         # By position, in db.view_query's column order: the list renders the
         # database's own tuples.
         uuid = row[1]
-        base = '/resource_providers/' + uuid
+        base = prefix + uuid
         body = {'uuid': uuid, 'name': row[2], 'generation': row[3],
                 'links': [{'rel': rel, 'href': base + suffix} for rel, suffix in links]}
         if nested:
@@ -50,9 +51,11 @@ def list_body(req, rows):
     # uuid: '{"uuid":"<uuid>","links":[{"rel":"self","href":".../<uuid>"},...'
     pieces = ['{"uuid":"']
     links = [(rel, suffix) for wanted, rel, suffix in _LINKS if version >= wanted]
+    # The links' common start as JSON text, less its closing quote.
+    prefix = quoted(util.url(req, '/resource_providers/'))[:-1]
     after = '","links":['
     for rel, suffix in links:
-        pieces.append(after + '{"rel":"%s","href":"/resource_providers/' % rel)
+        pieces.append(after + '{"rel":"%s","href":%s' % (rel, prefix))
         after = suffix + '"},'
     pieces.append(after[:-1] + '],"name":')
     nested = version >= (1, 14)
@@ -91,7 +94,7 @@ def create_resource_provider(req):
                        % (data['name'], uuid)):
         row = _create(req.db, uuid, data['name'],
                       util.normalize_uuid(parent) if parent else None)
-    location = '/resource_providers/%s' % uuid
+    location = util.url(req, '/resource_providers/%s' % uuid)
     if req.version >= (1, 20):
         # 1.20 answers 200 (not 201) with the provider.
         return util.json_response(req, renderer(req)(row),
@@ -179,7 +182,8 @@ def list_resource_providers(req):
             # The same query at the same version, nothing changed: the
             # same answer (rendering 1000 providers costs a millisecond).
             body, newest = view.kept(
-                ('providers', req.version, req.environ.get('QUERY_STRING', '')),
+                ('providers', req.version, req.environ.get('SCRIPT_NAME', ''),
+                 req.environ.get('QUERY_STRING', '')),
                 lambda: _listed(req, view, filters))
     return util.json_response(req, body, modified=util.last_modified(newest))
 

@@ -77,7 +77,7 @@ def put_trait(req, name):
     with req.db.writer() as conn:
         row, created = db.create(conn, name)
     return _bodiless(req, 201 if created else 204, util.modified(row),
-                     location='/traits/%s' % name)
+                     location=util.url(req, '/traits/%s' % name))
 
 
 @util.since('1.6')

@@ -4,6 +4,7 @@ import pytest
 import webob
 
 from placement_server import deploy
+from placement_server import metrics
 from placement_server import policy
 from placement_server.db import api as db_api
 from tests.functional import client as client_mod
@@ -32,15 +33,32 @@ def test_healthcheck_reports_the_database(database, tmp_path):
     app = deploy.init_application(make_conf(tmp_path), database)
     resp = get(app, '/healthcheck')
     assert resp.status_int == 200
-    assert resp.json == {'status': 'OK', 'database': 'OK'}
+    assert resp.text == 'OK'
+    resp = get(app, '/healthcheck', Accept='application/json')
+    assert resp.json['reasons'] == ['OK']
 
 
 def test_healthcheck_is_503_when_the_database_is_unreachable(tmp_path):
     down = db_api.Database('postgresql+psycopg2://nobody@127.0.0.1:1/placement')
     app = deploy.init_application(make_conf(tmp_path), down)
-    resp = get(app, '/healthcheck')
+    resp = get(app, '/healthcheck', Accept='application/json')
     assert resp.status_int == 503
-    assert resp.json['status'] == 'DOWN'
+    assert resp.json['reasons'] == ['database: unreachable']
+
+
+def test_healthcheck_drains_by_file(database, tmp_path):
+    flag = tmp_path / 'drain'
+    conf = make_conf(tmp_path, '[healthcheck]\nbackends = database, disable_by_file\n'
+                               'disable_by_file_path = %s\n' % flag)
+    app = deploy.init_application(conf, database)
+    assert get(app, '/healthcheck').status_int == 200
+    flag.touch()
+    resp = get(app, '/healthcheck')
+    assert resp.status_int == 503 and 'DISABLED BY FILE' in resp.text
+    # Draining only fails the check: the API still answers.
+    assert get(app, '/resource_providers', **{'X-Auth-Token': 'admin'}).status_int == 200
+    flag.unlink()
+    assert get(app, '/healthcheck').status_int == 200
 
 
 def _count(route, method, status):
@@ -59,13 +77,14 @@ def test_metrics_count_by_route_template(database, tmp_path):
     client.get('/no/such/path')
     assert _count('/resource_providers/{uuid}', 'GET', '404') == before + 3
     assert _count('unmatched', 'GET', '404') == unmatched + 1
-    scrape = get(app, '/metrics')
-    assert scrape.status_int == 200
-    assert 'placement_http_request_duration_seconds_bucket' in scrape.text
+    scrape = metrics.scrape_app({'PATH_INFO': '/metrics', 'REQUEST_METHOD': 'GET'},
+                                lambda status, headers: None)
+    assert 'placement_http_request_duration_seconds_bucket' in scrape[0].decode()
 
 
-def test_metrics_can_be_turned_off(database, tmp_path):
-    app = deploy.init_application(make_conf(tmp_path, 'enable_metrics = false\n'), database)
+def test_metrics_are_not_on_the_api_port(database, tmp_path):
+    app = deploy.init_application(make_conf(tmp_path), database)
+    assert get(app, '/metrics').status_int == 401
     assert get(app, '/metrics', **{'X-Auth-Token': 'admin'}).status_int == 404
 
 

@@ -9,7 +9,7 @@ import subprocess
 import prometheus_client
 import yaml
 
-from placement_server import middleware
+from placement_server import metrics as server_metrics
 from tracker import metrics
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -35,7 +35,7 @@ def test_rules_fire_as_specified():
 def _exported():
     names = set()
     registries = [metrics.Metrics().registry, prometheus_client.REGISTRY]
-    assert middleware.REQUESTS is not None      # the server's, on the default registry
+    assert server_metrics.REQUESTS is not None      # the server's, on the default registry
     for registry in registries:
         for family in registry.collect():
             names.update(sample.name for sample in family.samples)

@@ -20,8 +20,11 @@ ROWS = [
 
 @pytest.mark.parametrize('version', [(1, 0), (1, 1), (1, 6), (1, 11), (1, 14), (1, 39)])
 @pytest.mark.parametrize('rows', [ROWS, []])
-def test_the_list_body_is_the_rendered_providers(version, rows):
-    req = types.SimpleNamespace(version=version)
+@pytest.mark.parametrize('mount', ['', '/placement', '/a "b"\\c'])
+def test_the_list_body_is_the_rendered_providers(version, rows, mount):
+    req = types.SimpleNamespace(version=version, environ={'SCRIPT_NAME': mount})
     render = resource_provider.renderer(req)
     body = resource_provider.list_body(req, rows)
     assert json.loads(body) == {'resource_providers': [render(r) for r in rows]}
+    if rows:
+        assert render(rows[0])['links'][0]['href'] == mount + '/resource_providers/' + rows[0][1]

@@ -1,0 +1,116 @@
+"""The placement server's Prometheus metrics: one registry, one exposition.
+
+Every metric the server exports is defined on prometheus_client's default
+registry (this module's, and any other module's that adds its own, e.g.
+capacity); ``exposition()`` is the only place that renders them.
+
+Under several worker processes each worker writes its numbers to files
+under ``PROMETHEUS_MULTIPROC_DIR`` (placement-server sets it up) and a
+scrape reports the sum over all of them. placement-server serves the
+scrape from its master process on its own port (``[api] metrics_port``),
+never on the API port: the numbers need no token, so they must not be
+reachable where the API is.
+"""
+import os
+import socket
+import socketserver
+import threading
+from wsgiref import simple_server
+
+import prometheus_client
+from prometheus_client import multiprocess
+from sqlalchemy import event
+
+from placement_server.capacity import metrics as capacity_metrics
+
+PATH = '/metrics'
+
+REQUESTS = prometheus_client.Counter(
+    'placement_http_requests', 'HTTP requests served.',
+    ['route', 'method', 'status'])
+LATENCY = prometheus_client.Histogram(
+    'placement_http_request_duration_seconds',
+    'Time from receiving a request to the end of its response.',
+    ['route', 'method', 'status'],
+    buckets=(.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30))
+# livesum: with several workers, the total over the workers still alive.
+POOL_IN_USE = prometheus_client.Gauge(
+    'placement_db_pool_connections_in_use',
+    'Database connections checked out of the pool right now.',
+    multiprocess_mode='livesum')
+POOL_OPEN = prometheus_client.Gauge(
+    'placement_db_pool_connections_open',
+    'Database connections the pool holds open (in use or idle).',
+    multiprocess_mode='livesum')
+
+
+def watch_pool(db):
+    """Keep the pool gauges current from the engine's pool events."""
+    def on_connect(*_):
+        POOL_OPEN.inc()
+
+    def on_close(*_):
+        POOL_OPEN.dec()
+
+    def on_checkout(*_):
+        POOL_IN_USE.inc()
+
+    def on_checkin(*_):
+        POOL_IN_USE.dec()
+
+    event.listen(db.engine, 'connect', on_connect)
+    event.listen(db.engine, 'close', on_close)
+    event.listen(db.engine, 'close_detached', on_close)
+    event.listen(db.engine, 'checkout', on_checkout)
+    event.listen(db.engine, 'checkin', on_checkin)
+
+
+def registry():
+    """What a scrape reads: this process's numbers, or every worker's."""
+    if os.environ.get('PROMETHEUS_MULTIPROC_DIR'):
+        summed = prometheus_client.CollectorRegistry()
+        multiprocess.MultiProcessCollector(summed)
+        return summed
+    return prometheus_client.REGISTRY
+
+
+def exposition():
+    """(body, content type) of one scrape."""
+    # Capacity is this process's view of the database, not a sum over
+    # workers: rendered apart (placement_server.capacity.metrics).
+    body = prometheus_client.generate_latest(registry()) + capacity_metrics.text()
+    return body, prometheus_client.CONTENT_TYPE_LATEST
+
+
+def scrape_app(environ, start_response):
+    """The metrics port's WSGI app: /metrics, and 404 for anything else."""
+    if environ.get('PATH_INFO') != PATH or environ.get('REQUEST_METHOD') not in ('GET', 'HEAD'):
+        start_response('404 Not Found', [('Content-Type', 'text/plain'),
+                                         ('Content-Length', '10')])
+        return [b'not found\n']
+    body, content_type = exposition()
+    start_response('200 OK', [('Content-Type', content_type),
+                              ('Content-Length', str(len(body)))])
+    return [body]
+
+
+class _QuietHandler(simple_server.WSGIRequestHandler):
+    def log_message(self, format, *args):   # a scrape every 15 s is no news
+        pass
+
+
+class _ThreadingServer(socketserver.ThreadingMixIn, simple_server.WSGIServer):
+    daemon_threads = True
+
+
+class _ThreadingServer6(_ThreadingServer):
+    address_family = socket.AF_INET6
+
+
+def serve(host, port):
+    """Serve scrapes on ``host``:``port`` from a daemon thread; the server."""
+    server = simple_server.make_server(
+        host, port, scrape_app, handler_class=_QuietHandler,
+        server_class=_ThreadingServer6 if ':' in host else _ThreadingServer)
+    threading.Thread(target=server.serve_forever, name='metrics', daemon=True).start()
+    return server
