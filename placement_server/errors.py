@@ -23,16 +23,34 @@ QUERYPARAM_MISSING_VALUE = 'placement.query.missing_value'
 
 
 class PlacementError(Exception):
+    """``message`` is what went wrong; ``detail`` is the error document's
+    text. As upstream's (webob's) for the statuses that say so
+    (``explained``): the status's generic sentence, a blank line, then
+    the message between a space and two, as clients that compare whole
+    texts see them; ``lead``, when given, goes first instead."""
     status = 400
     code = UNDEFINED
+    explained = False
 
     def __init__(self, detail: str, code: str | None = None,
-                 headers: dict[str, str] | None = None) -> None:
+                 headers: dict[str, str] | None = None, lead: str | None = None) -> None:
         super().__init__(detail)
-        self.detail = detail
+        self.message = detail
+        self.lead = lead
         if code:
             self.code = code
         self.headers = headers or {}
+
+    @property
+    def detail(self) -> str:
+        if self.lead is not None:
+            return '%s \n\n %s' % (self.lead, self.message)
+        if not self.explained:
+            return self.message
+        explanation = webob.exc.status_map[self.status].explanation
+        # (A 404 of no route says the sentence alone.)
+        message = '' if self.message == explanation else self.message
+        return '%s\n\n %s  ' % (explanation, message)
 
     @property
     def title(self) -> str:
@@ -40,6 +58,7 @@ class PlacementError(Exception):
 
 
 class BadRequest(PlacementError):
+    explained = True
     status = 400
 
 
@@ -56,8 +75,8 @@ def worded(error_class: type[PlacementError], prefix: str) -> Iterator[None]:
     try:
         yield
     except error_class as e:
-        e.detail = prefix + e.detail
-        e.args = (e.detail,)
+        e.message = prefix + e.message
+        e.args = (e.message,)
         raise
 
 
@@ -66,10 +85,12 @@ class Unauthorized(PlacementError):
 
 
 class Forbidden(PlacementError):
+    explained = True
     status = 403
 
 
 class NotFound(PlacementError):
+    explained = True
     status = 404
 
 
@@ -79,8 +100,9 @@ class MethodNotAllowed(PlacementError):
 
 def method_not_allowed(method: str, allowed: str) -> 'MethodNotAllowed':
     """405 naming the refused method, with the Allow header."""
-    return MethodNotAllowed('The method %s is not allowed for this resource.' % method,
-                            headers={'Allow': allowed})
+    return MethodNotAllowed('The method specified is not allowed for this resource.',
+                            headers={'Allow': allowed},
+                            lead='The method %s is not allowed for this resource.' % method)
 
 
 class NotAcceptable(PlacementError):
@@ -88,6 +110,7 @@ class NotAcceptable(PlacementError):
 
 
 class Conflict(PlacementError):
+    explained = True
     status = 409
 
 

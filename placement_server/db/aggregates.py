@@ -56,5 +56,6 @@ def set_for_provider(conn, uuid, aggregate_uuids, generation=None):
                                 unknown)
     else:
         row, _ = providers.take_and_replace_links(conn, uuid, generation, RPA.c.aggregate_id,
-                                                  AGG.c.uuid, wanted, unknown)
+                                                  AGG.c.uuid, wanted, unknown,
+                                                  conflict=providers.CHANGED)
     return row['generation']

@@ -67,8 +67,10 @@ _LOCK_PROVIDERS = (sa.select(RP).where(RP.c.uuid.in_(sa.bindparam('uuids', expan
                    .order_by(RP.c.id).with_for_update(key_share=True)
                    .execution_options(**{api.RIDES_PENDING: True}))
 # Returning the providers that lose allocations: the change sequence notes them.
+# What they held comes back too: a replacement may keep an over-capacity
+# provider over capacity as long as its usage does not grow.
 _DELETE = (ALLOC.delete().where(ALLOC.c.consumer_id.in_(sa.bindparam('uuids', expanding=True)))
-           .returning(ALLOC.c.resource_provider_id))
+           .returning(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id, ALLOC.c.used))
 
 
 def _capacity_statement():
@@ -151,8 +153,8 @@ _NAMES = _names_statement()
 
 
 def _known_ids(conn, requests):
-    """{(kind, name): id} of the names the requests use that exist; an
-    unknown resource class is a 400."""
+    """{(kind, name): id} of the names the requests use that exist, and
+    the resource classes named that do not."""
     wanted = {'resource_class': {rc for r in requests for res in r.allocations.values()
                                  for rc in res},
               'project': {r.project_id for r in requests},
@@ -161,16 +163,17 @@ def _known_ids(conn, requests):
     known = {(kind, name): id_ for kind, name, id_ in conn.execute(
         _NAMES, {kind: sorted(names) for kind, names in wanted.items()})}
     unknown = {rc for rc in wanted['resource_class'] if ('resource_class', rc) not in known}
-    if unknown:
-        raise errors.ResourceClassNotFound('No such resource class %s.' % min(unknown))
-    return known
+    return known, unknown
 
 
-def _check_capacity(conn, claims, provider_rows, class_ids):
+def _check_capacity(conn, claims, provider_rows, class_ids, freed):
     """409 unless every claim fits; one query for all providers and classes.
 
     ``claims`` is [(provider uuid, class, used)], after the consumers' old
-    allocations were deleted in this transaction. The rule is
+    allocations were deleted in this transaction; ``freed`` is what those
+    held, by (provider id, class id). Beyond capacity (an operator lowered
+    the total or the ratio), a write is still accepted as long as it does
+    not make the provider's usage of the class grow. The rule is
     ``candidates.search.fits``', judged here on the locked rows because the
     answer must say which limit failed; tests/functional/
     test_candidates_capacity.py holds the two to the same reference.
@@ -197,7 +200,7 @@ def _check_capacity(conn, claims, provider_rows, class_ids):
         inv = inventory[key]
         already = inv['used'] or 0
         capacity = (inv['total'] - inv['reserved']) * inv['allocation_ratio']
-        if already + amount > capacity:
+        if already + amount > capacity and amount > freed.get(key, 0):
             uuid = next(u for u, r in provider_rows.items() if r['id'] == key[0])
             rc = next(n for n, i in class_ids.items() if i == key[1])
             raise errors.Conflict(
@@ -213,7 +216,7 @@ def write(conn, requests):
     constraints, missing inventory: placement.undefined_code; stale consumer
     generation: placement.concurrent_update) or ProviderGenerationConflict.
     """
-    known = _known_ids(conn, requests)
+    known, unknown_classes = _known_ids(conn, requests)
     class_ids = {name: id_ for (kind, name), id_ in known.items() if kind == 'resource_class'}
     # Lock order, the same for every writer: consumers, then providers. All
     # that only concerns the consumers happens before the provider locks, so
@@ -238,14 +241,22 @@ def write(conn, requests):
             sa.select(RP.c.uuid).distinct()
             .join(ALLOC, ALLOC.c.resource_provider_id == RP.c.id)
             .where(ALLOC.c.consumer_id.in_(emptied))).scalars())
+    freed = collections.Counter()
     if had_allocations:
-        changes.note(conn, conn.execute(_DELETE, {'uuids': had_allocations}).scalars())
+        held = conn.execute(_DELETE, {'uuids': had_allocations}).all()
+        changes.note(conn, {rp_id for rp_id, _, _ in held})
+        for rp_id, rc_id, used in held:
+            freed[rp_id, rc_id] += used
 
     provider_rows = _lock_providers(conn, wanted_rps)
+    # As upstream: a stale consumer generation (409), then a missing
+    # provider (400), before an unknown class (400).
+    if unknown_classes:
+        raise errors.ResourceClassNotFound('No such resource class %s.' % min(unknown_classes))
     claims = [(rp, rc, used) for r in requests
               for rp, res in r.allocations.items() for rc, used in res.items()]
     if claims:
-        _check_capacity(conn, claims, provider_rows, class_ids)
+        _check_capacity(conn, claims, provider_rows, class_ids, freed)
         now = api.utcnow()
         # Nothing reads them before the write ends: with the record.
         api.insert_later(conn, ALLOC, [
@@ -257,7 +268,7 @@ def write(conn, requests):
         try:
             providers.bump_locked(conn, provider_rows.values())
         except providers.ConcurrentUpdate as e:
-            raise ProviderGenerationConflict(e.detail)
+            raise ProviderGenerationConflict(e.message)
     consumers.delete_if_no_allocations(conn, emptied)
 
 

@@ -70,12 +70,16 @@ def get_all(conn, provider_id):
     return {r['resource_class']: r for r in rows}
 
 
+class InUse(errors.Conflict):
+    """Allocations hold a class a write would remove. Handlers word it
+    after the call, as upstream does ("update conflict: ...")."""
+    code = errors.INVENTORY_INUSE
+
+
 def _in_use_error(provider_uuid, classes):
     # Clients (nova's report client) match this text: keep its shape.
-    return errors.Conflict(
-        "Inventory for '%s' on resource provider '%s' in use."
-        % (', '.join(classes), provider_uuid),
-        code=errors.INVENTORY_INUSE)
+    return InUse("Inventory for '%s' on resource provider '%s' in use."
+                 % (', '.join(classes), provider_uuid))
 
 
 def _check_not_in_use(conn, provider, class_ids_by_name):
@@ -174,16 +178,21 @@ def add_inventory(conn, provider, rc, inv):
 
 
 def update_inventory(conn, provider, rc, inv, generation):
-    """Change one existing class (PUT); 400 if the provider has none of it."""
-    class_id = resource_classes.ids_by_name(conn, [rc])[rc]
+    """Change one existing class (PUT); 404 if there is no such class, 400
+    if the provider has none of it."""
+    try:
+        class_id = resource_classes.ids_by_name(conn, [rc])[rc]
+    except errors.ResourceClassNotFound as e:
+        # As upstream: the class in the path is a thing not found.
+        raise errors.NotFound(e.message)
     result = conn.execute(
         INV.update().where(INV.c.resource_provider_id == provider['id'],
                            INV.c.resource_class_id == class_id)
         .values(updated_at=api.utcnow(), **_values(inv)))
     if result.rowcount != 1:
         raise errors.BadRequest(
-            'No inventory record with resource class %s for resource '
-            'provider %s.' % (rc, provider['uuid']))
+            'No inventory record with resource class for resource provider %s: '
+            'No inventory of class %s found.' % (provider['uuid'], rc))
     return providers.increment_generation(conn, provider['id'], generation)
 
 
@@ -191,8 +200,9 @@ def delete_inventory(conn, provider, rc):
     """Remove one class; 404 if absent, 409 inventory.inuse if allocated."""
     row = get_all(conn, provider['id']).get(rc)
     if row is None:
-        raise errors.NotFound('No inventory of class %s found for delete on '
-                              'resource provider %s.' % (rc, provider['uuid']))
+        # (upstream's words, twice)
+        raise errors.NotFound('No inventory of class %s found for delete: '
+                              'No inventory of class %s found for delete' % (rc, rc))
     _check_not_in_use(conn, provider, {rc: row['resource_class_id']})
     conn.execute(INV.delete().where(INV.c.id == row['id']))
     return providers.increment_generation(conn, provider['id'], provider['generation'])

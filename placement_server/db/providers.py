@@ -39,9 +39,9 @@ def get(conn, uuid, for_update=False):
     return row
 
 
-# How a 409 concurrent_update is worded where upstream's tests match it.
-CONFLICT = ('resource provider generation conflict: expected {expected}, the '
-            'provider is at {actual}.')
+# How a 409 concurrent_update is worded, as upstream words it (inventories;
+# CHANGED: traits and aggregates). Clients compare the texts.
+CONFLICT = 'resource provider generation conflict'
 CHANGED = ("Resource provider's generation already changed. Please update the "
            "generation and try again.")
 
@@ -64,12 +64,13 @@ _TAKE_RETURNING = prepared(_TAKE.returning(RP.c.id))
 _TAKE_MYSQL = _TAKE.values(id=sa.func.last_insert_id(RP.c.id))
 
 
-def _check_range(expected):
+def _check_range(conn, uuid, expected, conflict):
     if not 0 <= expected < 2 ** 31 - 1:
         # No provider has such a generation (the column is 32-bit): a
-        # conflict, not a database overflow error.
-        raise ConcurrentUpdate('resource provider generation conflict: no '
-                               'provider has generation %d.' % expected)
+        # conflict, not a database overflow error; a missing provider is
+        # still a 404 first.
+        raise ConcurrentUpdate(conflict.format(
+            expected=expected, actual=get(conn, uuid)['generation']))
 
 
 def take(conn, uuid, expected, conflict=CONFLICT):
@@ -82,7 +83,7 @@ def take(conn, uuid, expected, conflict=CONFLICT):
     (worded by ``conflict``) if it is at another generation. One
     statement where ``get`` then ``increment_generation`` would be two.
     """
-    _check_range(expected)
+    _check_range(conn, uuid, expected, conflict)
     params = {'provider_uuid': uuid, 'expected': expected, 'now': api.utcnow()}
     if conn.dialect.name == 'mysql':
         result = conn.execute(_TAKE_MYSQL, params)
@@ -147,7 +148,7 @@ def take_and_read(conn, uuid, expected, read, params, conflict=CONFLICT):
         provider = take(conn, uuid, expected, conflict)
         return provider, conn.execute(read, dict(params, provider_id=provider['id'])
                                       ).mappings().all()
-    _check_range(expected)
+    _check_range(conn, uuid, expected, conflict)
     statement = _TAKEN_AND_READ.get((dialect, read))
     if statement is None:
         statement = _TAKEN_AND_READ[dialect, read] = (
@@ -181,7 +182,8 @@ def increment_generation(conn, provider_id, expected):
 
     Returns the new generation.
     """
-    _check_range(expected)
+    if not 0 <= expected < 2 ** 31 - 1:
+        raise ConcurrentUpdate(CONFLICT)
     changes.note(conn, [provider_id])
     result = conn.execute(_BUMP, {'provider_id': provider_id, 'expected': expected,
                                   'next': expected + 1, 'now': api.utcnow()})

@@ -30,6 +30,17 @@ def _check_generation(provider, generation):
             expected=generation, actual=provider['generation']))
 
 
+def _body(req, uuid, schema_):
+    """The request's body; as upstream, an unknown provider is a 404
+    before its body is judged."""
+    try:
+        return util.extract_json(req, schema_)
+    except errors.BadRequest:
+        with req.db.reader() as conn:
+            providers.get(conn, uuid)
+        raise
+
+
 def _lock(conn, uuid):
     # Writers of one provider (inventories or allocations) queue on its row:
     # the loser then sees the winner's generation and gets a clean 409
@@ -66,14 +77,15 @@ def list_inventories(req, uuid):
 @api.retry_on_deadlock
 def set_inventories(req, uuid):
     req.context.can('placement:resource_providers:inventories:update')
-    data = util.extract_json(req, schema.PUT_ALL)
+    data = _body(req, uuid, schema.PUT_ALL)
     inventories = {rc: _with_defaults(rec) for rc, rec in data['inventories'].items()}
     with req.db.writer() as conn:
         provider, current = db.take_with_current(
             conn, uuid, data['resource_provider_generation'], inventories)
         _check_capacity(req, provider, inventories)
         with errors.worded(errors.ResourceClassNotFound, 'Unknown resource class in '
-                           'inventory for resource provider %s: ' % provider['uuid']):
+                           'inventory for resource provider %s: ' % provider['uuid']), \
+                errors.worded(db.InUse, 'update conflict: '):
             rows = db.write_all(conn, provider, inventories, current)
     # The body is what was just written: no need to read it back.
     return _send_all(req, provider['generation'], dict(sorted(rows.items())))
@@ -94,7 +106,7 @@ def delete_inventories(req, uuid):
 @api.retry_on_deadlock
 def create_inventory(req, uuid):
     req.context.can('placement:resource_providers:inventories:create')
-    data = util.extract_json(req, schema.POST)
+    data = _body(req, uuid, schema.POST)
     rc = data.pop('resource_class')
     data.pop('resource_provider_generation', None)
     inv = _with_defaults(data)
@@ -124,7 +136,7 @@ def get_inventory(req, uuid, resource_class):
 @api.retry_on_deadlock
 def update_inventory(req, uuid, resource_class):
     req.context.can('placement:resource_providers:inventories:update')
-    data = util.extract_json(req, schema.INVENTORY)
+    data = _body(req, uuid, schema.INVENTORY)
     generation = data.pop('resource_provider_generation')
     inv = _with_defaults(data)
     with req.db.writer() as conn:
@@ -141,7 +153,12 @@ def delete_inventory(req, uuid, resource_class):
     req.context.can('placement:resource_providers:inventories:delete')
     with req.db.writer() as conn:
         provider = _lock(conn, uuid)
-        db.delete_inventory(conn, provider, resource_class)
+        try:
+            db.delete_inventory(conn, provider, resource_class)
+        except db.InUse as e:
+            # Upstream answers this one as a concurrent update.
+            raise providers.ConcurrentUpdate('Unable to delete inventory of class %s: %s'
+                                             % (resource_class, e.message))
     return util.no_content()
 
 

@@ -40,8 +40,8 @@ def create_resource_class(req):
     name = data['name']
     with req.db.writer() as conn:
         if not db.create(conn, name):
-            raise errors.Conflict('Conflicting resource class already exists: %s' % name,
-                                  code=errors.DUPLICATE_NAME)
+            # (upstream gives this one no specific code)
+            raise errors.Conflict('Conflicting resource class already exists: %s' % name)
     resp = util.no_content(201)
     resp.location = util.url(req, '/resource_classes/%s' % name)
     return resp

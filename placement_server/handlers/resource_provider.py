@@ -208,8 +208,14 @@ def _update(database, uuid, data, allow_reparent):
 
 def update_resource_provider(req, uuid):
     req.context.can('placement:resource_providers:update')
-    data = util.extract_json(
-        req, schema.PUT_1_14 if req.version >= (1, 14) else schema.PUT_1_0)
+    try:
+        data = util.extract_json(
+            req, schema.PUT_1_14 if req.version >= (1, 14) else schema.PUT_1_0)
+    except errors.BadRequest:
+        # As upstream: an unknown provider is a 404 before its body is judged.
+        with req.db.reader() as conn:
+            db.get(conn, uuid)
+        raise
     with errors.worded(db.Refused, 'Unable to save resource provider %s: ' % uuid):
         row = _update(req.db, uuid, data, req.version >= (1, 37))
     return util.json_response(req, renderer(req)(row), modified=_modified(row))
@@ -226,7 +232,7 @@ def delete_resource_provider(req, uuid):
     try:
         _delete(req.db, uuid)
     except errors.NotFound as e:
-        raise errors.NotFound(e.detail + ' for delete')
+        raise errors.NotFound(e.message + ' for delete')
     return util.no_content()
 
 

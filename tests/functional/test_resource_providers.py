@@ -65,10 +65,10 @@ def test_duplicate_uuid_and_name_are_duplicate_name(api):
     _create(api, 'cn1', uuid=RP1)
     err = error(api.post('/resource_providers', {'name': 'other', 'uuid': RP1},
                           version='1.23'), 409, 'placement.duplicate_name')
-    assert err['detail'].startswith('Conflicting resource provider uuid:')
+    assert '\n\n Conflicting resource provider uuid:' in err['detail']
     err = error(api.post('/resource_providers', {'name': 'cn1', 'uuid': RP2},
                           version='1.23'), 409, 'placement.duplicate_name')
-    assert err['detail'].startswith('Conflicting resource provider name:')
+    assert '\n\n Conflicting resource provider name:' in err['detail']
 
 
 def test_create_bad_bodies(api):
@@ -119,7 +119,8 @@ def test_show(api):
 
 def test_show_unknown_is_404(api):
     err = error(api.get('/resource_providers/%s' % RP1, version='1.23'), 404)
-    assert err['detail'] == 'No resource provider with uuid %s found' % RP1
+    assert err['detail'] == ('The resource could not be found.\n\n '
+                             'No resource provider with uuid %s found  ' % RP1)
     error(api.get('/resource_providers/not-a-uuid', version='1.23'), 404)
 
 
@@ -137,7 +138,7 @@ def test_rename_to_taken_name_is_409(api):
     _create(api, 'cn2', uuid=RP2)
     err = error(api.put('/resource_providers/%s' % RP2, {'name': 'cn1'}, version='1.23'),
                  409, 'placement.duplicate_name')
-    assert err['detail'].startswith('Conflicting resource provider name:')
+    assert '\n\n Conflicting resource provider name:' in err['detail']
 
 
 def test_update_bad_bodies_and_unknown(api):

