@@ -16,6 +16,7 @@ import sys
 import sqlalchemy as sa
 
 from placement_server import cmd
+from placement_server.capacity import explain_cmd
 from placement_server.db import changes
 from placement_server.db import migration
 from placement_server.db import online_migrations
@@ -143,6 +144,7 @@ def _parser():
                              'again at its next request (after rows were changed by '
                              'hand, or a backup restored under running servers)'
     ).set_defaults(run=db_reload_views)
+    explain_cmd.add_to(commands)
     return parser
 
 
