@@ -3,6 +3,8 @@ sent to upstream 16.0.0 (a real process) and to ours on every engine: the
 status, the code and the whole error text must be the same, and each test
 also says what the answer is, so that it fails without upstream too.
 """
+import uuid
+
 import pytest
 
 from tests.functional import side_by_side
@@ -106,11 +108,13 @@ def test_inventory_in_use_is_worded_and_coded_per_call(api, upstream_placement):
 
 
 def test_duplicate_resource_class_has_no_specific_code(api, upstream_placement):
+    # (upstream's rows are wiped between tests, its classes are not)
+    name = 'CUSTOM_DIFF_%s' % uuid.uuid4().hex.upper()
     answers = run(api, upstream_placement, [
-        ('POST', '/resource_classes', '1.23', {'name': 'CUSTOM_DIFF_A'}),
-        ('POST', '/resource_classes', '1.23', {'name': 'CUSTOM_DIFF_A'})])
+        ('POST', '/resource_classes', '1.23', {'name': name}),
+        ('POST', '/resource_classes', '1.23', {'name': name})])
     assert error(answers[1]) == (409, 'placement.undefined_code', CONFLICT % (
-        'Conflicting resource class already exists: CUSTOM_DIFF_A'))
+        'Conflicting resource class already exists: %s' % name))
 
 
 @pytest.mark.parametrize('method, path, body', [

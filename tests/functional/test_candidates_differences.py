@@ -1,0 +1,91 @@
+"""Allocation candidates where ours still answers otherwise than upstream
+16.0.0 (issue 29), for the owner of placement_server/candidates/: each is
+sent to both servers (upstream a real process, ours on every engine) and
+the answers compared, allocation requests as sets.
+"""
+import json
+
+import pytest
+
+from tests.functional import side_by_side
+from tests.upstream import _upstream_server  # noqa: F401  (fixture)
+from tests.upstream import upstream_placement  # noqa: F401
+
+pytestmark = pytest.mark.xfail(strict=True, reason='issue 29: candidates owner to fix')
+
+CN1 = 'c0a80101-0000-4000-8000-0000000003a1'
+CN2 = 'c0a80101-0000-4000-8000-0000000003a2'
+CHILD1 = 'c0a80101-0000-4000-8000-0000000003b1'
+CHILD2 = 'c0a80101-0000-4000-8000-0000000003b2'
+SHARED = 'c0a80101-0000-4000-8000-0000000003c1'
+AGG = 'a99a0000-0000-4000-8000-0000000003d1'
+UNKNOWN_AGG = 'a99a0000-0000-4000-8000-0000000003ee'
+
+
+def provider(uuid, name, inventories, parent=None):
+    body = {'name': name, 'uuid': uuid}
+    if parent:
+        body['parent_provider_uuid'] = parent
+    return [('POST', '/resource_providers', '1.20', body),
+            ('PUT', '/resource_providers/%s/inventories' % uuid, '1.20',
+             {'resource_provider_generation': 0,
+              'inventories': {rc: {'total': total} for rc, total in inventories.items()}})]
+
+
+def setup(api, base, script):
+    for method, path, version, body in script:
+        status, _, got = side_by_side.ours(api, method, path, version, body)
+        want, _, _ = side_by_side.upstream(base, method, path, version, body)
+        assert status == want < 400, (method, path, got)
+
+
+def as_set(body):
+    """A candidates answer with its allocation requests as a set."""
+    if body is None or 'allocation_requests' not in body:
+        return body
+    return dict(body, allocation_requests=sorted(
+        json.dumps(r, sort_keys=True) for r in body['allocation_requests']))
+
+
+def same_answer(api, base, path, version):
+    status, _, got = side_by_side.ours(api, 'GET', path, version)
+    want_status, _, want = side_by_side.upstream(base, 'GET', path, version)
+    for doc in (got, want):
+        for error in (doc or {}).get('errors', ()):
+            error.pop('request_id')
+    assert (status, as_set(got)) == (want_status, as_set(want))
+    return status, want
+
+
+def test_unsuffixed_group_from_a_sharing_provider_alone_beside_a_tree_group(
+        api, upstream_placement):
+    setup(api, upstream_placement, provider(CN1, 'cn1', {'VCPU': 8})
+          + provider(SHARED, 'nfs', {'DISK_GB': 100}) + [
+        ('PUT', '/resource_providers/%s/aggregates' % CN1, '1.1', [AGG]),
+        ('PUT', '/resource_providers/%s/aggregates' % SHARED, '1.1', [AGG]),
+        ('PUT', '/resource_providers/%s/traits' % SHARED, '1.6', {
+            'resource_provider_generation': 1, 'traits': ['MISC_SHARES_VIA_AGGREGATE']})])
+    status, want = same_answer(
+        api, upstream_placement,
+        '/allocation_candidates?resources=DISK_GB:10&resources1=VCPU:1&group_policy=none',
+        '1.33')
+    assert (status, want['allocation_requests']) == (200, [])
+
+
+def test_limit_before_1_29_keeps_summaries_of_the_whole_trees(api, upstream_placement):
+    setup(api, upstream_placement,
+          provider(CN1, 'cn1', {'VCPU': 8}) + provider(CHILD1, 'cn1-nic', {'SRIOV_NET_VF': 4}, CN1)
+          + provider(CN2, 'cn2', {'VCPU': 8})
+          + provider(CHILD2, 'cn2-nic', {'SRIOV_NET_VF': 4}, CN2))
+    status, want = same_answer(api, upstream_placement,
+                               '/allocation_candidates?resources=VCPU:1&limit=1', '1.28')
+    assert status == 200 and len(want['provider_summaries']) == 2
+
+
+def test_an_emptied_result_is_not_judged_for_a_later_unknown_trait(api, upstream_placement):
+    setup(api, upstream_placement, provider(CN1, 'cn1', {'VCPU': 8}))
+    status, want = same_answer(
+        api, upstream_placement,
+        '/allocation_candidates?resources=VCPU:1&member_of=%s&required=CUSTOM_NOPE'
+        % UNKNOWN_AGG, '1.23')
+    assert (status, want) == (200, {'allocation_requests': [], 'provider_summaries': {}})
