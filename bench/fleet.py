@@ -155,9 +155,9 @@ def run_hosts(first, count, url, workdir, interval, jitter, threads, events, con
 _SAMPLE = re.compile(r'^placement_http_requests_total\{(.*)\} ([0-9.e+]+)$', re.M)
 
 
-def scrape(url):
+def scrape(metrics_url):
     """(requests, 5xx responses) served so far, health and metrics aside."""
-    text = requests.get(url + '/metrics', timeout=5).text
+    text = requests.get(metrics_url, timeout=5).text
     total = errors = 0
     for labels, value in _SAMPLE.findall(text):
         fields = dict(part.split('=', 1) for part in labels.split(','))
@@ -211,7 +211,7 @@ class Meter:
             if server is None or server.proc is None:
                 continue
             try:
-                self._last = scrape(server.url)
+                self._last = scrape(server.metrics_url)
             except requests.RequestException:
                 continue
             self.samples.append((time.monotonic(), self._base[0] + self._last[0],

@@ -161,8 +161,9 @@ class PlacementServer:
     worker_class = None
     threads = None
 
-    def __init__(self, db_url, workdir, workers=1, port=None, options=None):
+    def __init__(self, db_url, workdir, workers=1, port=None, options=None, env=None):
         self.db_url = db_url
+        self.env = env or {}
         self.workdir = workdir
         self.workers = workers
         self.options = options
@@ -186,7 +187,7 @@ class PlacementServer:
         self.proc = subprocess.Popen(
             gunicorn_command(self.gunicorn(), self.app, self.port, self.workers,
                              self.worker_class, self.threads),
-            env=clean_env(OS_PLACEMENT_CONFIG_DIR=self.workdir),
+            env=clean_env(OS_PLACEMENT_CONFIG_DIR=self.workdir, **self.env),
             cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT)
         log.close()
         try:

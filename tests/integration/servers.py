@@ -63,6 +63,9 @@ class Server:
         self.auth_strategy = auth_strategy
         self.port = port or upstream.free_port()
         self.url = 'http://127.0.0.1:%d' % self.port
+        # /metrics is on its own port: one free port each, as servers share hosts.
+        self.metrics_port = upstream.free_port()
+        self.metrics_url = 'http://127.0.0.1:%d/metrics' % self.metrics_port
         self.config_file = config_file
         self.sync_db = sync_db
         self.extra_args = list(extra_args)
@@ -87,8 +90,9 @@ class Server:
         with open(self.log_path, 'ab') as log:
             self.proc = subprocess.Popen(
                 self.command(), cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT,
-                env=upstream.clean_env(PATH=os.environ.get('PATH', ''),
-                                       HOME=self.workdir, **self.env))
+                env=upstream.clean_env(PATH=os.environ.get('PATH', ''), HOME=self.workdir,
+                                       **dict({'OS_API__METRICS_PORT': str(self.metrics_port)},
+                                              **self.env)))
         return self
 
     def wait_until_up(self, timeout=upstream.START_TIMEOUT):

@@ -180,7 +180,7 @@ def test_a_dead_node_gives_503_and_its_server_recovers(cluster):
     assert status == 503 and time.monotonic() - started < 10, body
     assert body['errors'][0]['code'] == 'placement.undefined_code'
     resp = requests.get(dead_url + '/healthcheck', timeout=30)
-    assert resp.status_code == 503 and resp.json()['database'] == 'unreachable'
+    assert resp.status_code == 503 and 'database: unreachable' in resp.text
 
     # The node comes back: its server recovers on its own and sees every
     # write made while it was away.
