@@ -58,7 +58,10 @@ class LibvirtDriver(base.Driver):
     def _connect(self):
         if self.connection is None:
             try:
-                self.connection = libvirt.open(self.uri)
+                # Discovery only reads (capabilities, devices, domains,
+                # pools): a read-only connection, which also works where
+                # the agent may not write (libvirtd's read-only socket).
+                self.connection = libvirt.openReadOnly(self.uri)
             except libvirt.libvirtError as exc:
                 raise DiscoveryError('cannot connect to libvirt at %s: %s'
                                      % (self.uri, exc)) from None
