@@ -232,6 +232,9 @@ def test_stopped_instance_keeps_its_claims_and_pool_volumes_count(
     """A defined but shut-off domain still holds its resources (as in
     nova); a type='volume' disk counts when its pool is the images pool."""
     driver = load_driver(devices_host, 'libvirt')
+    # The driver reads only; this test changes the host (the test driver's
+    # state is per connection) through a writable connection lent to it.
+    driver.connection = libvirt.open(HOST_URI)
     driver.discover()
     domain = driver.connection.defineXML("""
       <domain type='test'>
@@ -296,6 +299,7 @@ def test_base_pages_are_not_huge_pages(conf):
 
 def test_a_domain_deleted_during_discovery_is_left_out(devices_host):
     driver = load_driver(devices_host, 'libvirt')
+    driver.connection = libvirt.open(HOST_URI)    # writable, lent: see above
     driver.discover()
     conn = driver.connection
     domain = conn.lookupByUUIDString(VOLUME)
