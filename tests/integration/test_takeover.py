@@ -156,8 +156,14 @@ def reads(base, world):
 
 
 def differences(got, want):
-    """The reads that differ: {path: (got, wanted)}."""
-    diff = {path: (got.get(path), want[path]) for path in want if got.get(path) != want[path]}
+    """The reads that differ: {path: (got, wanted)}. Upstream 16.0.0 answers
+    500 to /usages by project at 1.38+ on PostgreSQL (its GROUP BY is
+    refused: GroupingError); there the other server must answer 200."""
+    failed = {path for path in want if 500 in (got[path][0], want[path][0])}
+    assert all(path.startswith('/usages?') for path in failed), failed
+    assert all(200 in (got[path][0], want[path][0]) for path in failed), failed
+    diff = {path: (got.get(path), want[path]) for path in want
+            if path not in failed and got.get(path) != want[path]}
     if os.environ.get('TAKEOVER_DIFF'):
         with open(os.environ['TAKEOVER_DIFF'], 'w') as f:
             json.dump(diff, f, indent=1)
