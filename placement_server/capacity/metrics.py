@@ -201,6 +201,16 @@ def install(conf: cfg.ConfigOpts, db: object) -> Exporter:
     return exporter
 
 
+def forget_after_fork() -> None:
+    """In a child forked from a process that installed an exporter: drop
+    it without closing its database connections, which the parent still
+    uses (a closed PostgreSQL connection is closed for both)."""
+    with _LOCK:
+        for exporter in _INSTALLED:
+            exporter.db.engine.dispose(close=False)   # type: ignore[attr-defined]
+        _INSTALLED.clear()
+
+
 def text() -> bytes:
     """The capacity series as exposition text (b'' when none is installed)."""
     with _LOCK:

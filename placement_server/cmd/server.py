@@ -123,6 +123,14 @@ def _serve_metrics(conf, host):
     if not conf.api.enable_metrics or not conf.api.metrics_port:
         return None
     from placement_server import metrics
+    from placement_server.capacity import flavors
+    from placement_server.capacity import metrics as capacity_metrics
+    # The master builds no application: the capacity series its scrapes
+    # show come from its own database handle and resource view.
+    try:
+        capacity_metrics.install(conf, cmd.open_database(conf))
+    except flavors.FlavorError as e:
+        raise cmd.CommandError('placement-server: [capacity] flavor: %s' % e)
     host = conf.api.metrics_host or host
     try:
         return metrics.serve(host, conf.api.metrics_port)
@@ -191,6 +199,9 @@ def _serve(args, conf):
         # The metrics port is the master's alone.
         if metrics_server is not None:
             metrics_server.socket.close()
+            # Leave the master's capacity connections open for the master.
+            from placement_server.capacity import metrics as capacity_metrics
+            capacity_metrics.forget_after_fork()
 
     options = {
         'bind': '[%s]:%d' % (args.host, args.port) if ':' in args.host
