@@ -51,9 +51,13 @@ class Budget:
     def __init__(self, seconds: float | None) -> None:
         self.deadline = None if not seconds else time.monotonic() + seconds
         self.cut = False
+        self._steps = 0
 
-    def check(self) -> None:
-        if self.deadline is not None and time.monotonic() > self.deadline:
+    def step(self) -> None:
+        """One more step of some search: now and then, a look at the clock."""
+        self._steps += 1
+        if (self._steps % _CLOCK_EVERY == 0 and self.deadline is not None
+                and time.monotonic() > self.deadline):
             self.cut = True
             raise OutOfTime()
 
@@ -147,11 +151,9 @@ class AnchorSearch:
             if self.complete:
                 return
         groups, depth_of_leaf = self.groups, len(self.groups)
-        steps = 0
+        step = budget.step
         while True:
-            steps += 1
-            if steps % _CLOCK_EVERY == 0:
-                budget.check()
+            step()
             depth = len(self._path)
             if depth == depth_of_leaf:
                 self._leaves += 1
