@@ -15,9 +15,20 @@ pytestmark = pytest.mark.integration
 PLACEMENT_STATUS = servers.PLACEMENT_MANAGE.replace('placement-manage', 'placement-status')
 
 
-def _run(tmp_path, *args):
+def _run(tmp_path, *args, **environ):
     return subprocess.run(list(args), cwd=str(tmp_path), capture_output=True, text=True,
-                          timeout=120, env=upstream.clean_env(HOME=str(tmp_path)))
+                          timeout=120, env=upstream.clean_env(HOME=str(tmp_path), **environ))
+
+
+def _status(tmp_path, url, *args):
+    """placement-status upgrade check --json on ``url`` (it reads
+    configuration as upstream's does: files, or OS_* variables)."""
+    return _run(tmp_path, PLACEMENT_STATUS, 'upgrade', 'check', '--json', *args,
+                OS_PLACEMENT_DATABASE__CONNECTION=url)
+
+
+def _checks(result):
+    return {c['check']: (c['result'], c['details']) for c in json.loads(result.stdout)['checks']}
 
 
 def test_db_sync_creates_then_changes_nothing(tmp_path):
@@ -47,18 +58,18 @@ def test_db_sync_and_version_on_each_database(database, tmp_path):
     result = _run(tmp_path, servers.PLACEMENT_MANAGE, '--database-connection', database.url,
                   'db', 'version')
     assert (result.returncode, result.stdout.strip()) == (0, migration.head())
-    result = _run(tmp_path, PLACEMENT_STATUS, '--database-connection', database.url,
-                  'upgrade', 'check')
+    result = _status(tmp_path, database.url)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert 'Database schema: Success' in result.stdout
+    assert _checks(result)['Database schema'][0] == 0
 
 
 def test_status_fails_on_an_empty_database(tmp_path):
+    (tmp_path / 'empty.sqlite').touch()
     url = 'sqlite:///%s' % (tmp_path / 'empty.sqlite')
-    result = _run(tmp_path, PLACEMENT_STATUS, '--database-connection', url, 'upgrade', 'check')
+    result = _status(tmp_path, url)
     assert result.returncode == 2
-    assert 'Database schema: Failure' in result.stdout
-    assert 'placement-manage db sync' in result.stdout
+    code, details = _checks(result)['Database schema']
+    assert code == 2 and 'placement-manage db sync' in details
 
 
 def test_status_warns_when_standard_traits_are_missing(tmp_path):
@@ -69,26 +80,31 @@ def test_status_warns_when_standard_traits_are_missing(tmp_path):
     with engine.begin() as conn:
         conn.exec_driver_sql("DELETE FROM traits WHERE name = 'HW_CPU_X86_AVX2'")
     engine.dispose()
-    result = _run(tmp_path, PLACEMENT_STATUS, '--database-connection', url, 'upgrade', 'check')
+    result = _status(tmp_path, url)
     assert result.returncode == 1
     assert '1 standard resource classes or traits are missing' in result.stdout
 
 
 @pytest.mark.parametrize('command, args, status, message', [
-    ('placement-manage', ['db'], 1, 'the following arguments are required'),
-    ('placement-manage', ['db', 'drop'], 1, "invalid choice: 'drop'"),
+    ('placement-manage', ['db'], 2, 'the following arguments are required'),
+    ('placement-manage', ['db', 'drop'], 2, "invalid choice: 'drop'"),
     ('placement-manage', ['--database-connection', 'mysql+pymysql://root@127.0.0.1:1/x',
                           'db', 'sync'], 1, 'cannot use database'),
-    ('placement-status', ['--database-connection', 'bogus://', 'upgrade', 'check'],
-     255, 'cannot use database'),
-    ('placement-status', ['upgrade'], 255, 'the following arguments are required'),
+    ('placement-status', ['upgrade', 'check'], 255, 'cannot use database'),
 ])
 def test_mistakes_are_one_line(tmp_path, command, args, status, message):
     path = servers.PLACEMENT_MANAGE.replace('placement-manage', command)
-    result = _run(tmp_path, path, *args)
+    result = _run(tmp_path, path, *args, OS_PLACEMENT_DATABASE__CONNECTION='bogus://')
     assert result.returncode == status
     assert message in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_status_usage_error_exits_2(tmp_path):
+    # oslo.config's command line (as upstream's placement-status): argparse's usage and error
+    result = _run(tmp_path, PLACEMENT_STATUS, 'upgrade')
+    assert result.returncode == 2
+    assert 'the following arguments are required' in result.stderr
 
 
 def test_reload_views_after_rows_changed_by_hand(placement_servers, database, tmp_path):
