@@ -1,0 +1,53 @@
+"""Divergences the differential test tolerates, each with its reason.
+
+Upstream 16.0.0's own bugs (docs/compat.md, "Upstream bugs ours does not
+copy"), where ours stays right:
+
+- PostgreSQL: ``GET /usages`` at 1.38 and later answers 500 (upstream's
+  consumer type query); ``GET /allocation_candidates`` with forbidden
+  traits in more than one group at 1.34 and later answers 500.
+- A failed allocation write leaves upstream a consumer row with no
+  allocations (its generation then makes the next write 409): the runner
+  deletes such rows from upstream's database after every failed
+  allocation write (runner.Pair.forget_leaked_consumers).
+- Not generated at all (generator.py): the reshaper with reserved > total
+  (upstream accepts it), ``group_policy=isolate`` with the same class in
+  several groups (upstream inflates the amounts), concurrent writers
+  (upstream's KeyError 500s on candidates).
+
+Open candidates differences (tests/functional/test_candidates_differences.py,
+for the candidates owner) are tolerated here while they stay open, so
+that the seeds in CI pass; each is named when a run meets it.
+"""
+import urllib.parse
+
+
+def tolerated(engine, method, path, version, body, want, got):
+    """Why this divergence is known, or None."""
+    want_status, want_body = want
+    got_status, got_body = got
+    route, _, query = path.partition('?')
+    params = urllib.parse.parse_qs(query)
+    minor = int(version.split('.')[1])
+    if engine == 'postgresql' and want_status == 500 and got_status < 500:
+        if route == '/usages' and minor >= 38:
+            return 'upstream bug: PostgreSQL 500 on GET /usages at 1.38+'
+        forbidden_groups = [k for k, vs in params.items()
+                            if k.startswith('required') and any('!' in v for v in vs)]
+        if route == '/allocation_candidates' and minor >= 34 and forbidden_groups:
+            return 'upstream bug: PostgreSQL 500 on forbidden traits across groups at 1.34+'
+    if (route in ('/resource_providers', '/allocation_candidates') and want_status == 200
+            and got_status == 400 and _empty(want_body) and _unknown_name(got_body)):
+        return ('open (candidates owner): an earlier filter emptied the answer, '
+                'upstream never judges a later unknown trait or class')
+    return None
+
+
+def _empty(body):
+    return body in ({'resource_providers': []},
+                    {'allocation_requests': [], 'provider_summaries': {}})
+
+
+def _unknown_name(body):
+    detail = ((body or {}).get('errors') or [{}])[0].get('detail') or ''
+    return 'No such trait' in detail or 'resource class' in detail.lower()
