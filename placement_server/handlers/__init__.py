@@ -5,6 +5,7 @@ Each handler module declares its own ``ROUTES``; this is their union.
 from placement_server.handlers import aggregate
 from placement_server.handlers import allocation
 from placement_server.handlers import allocation_candidate
+from placement_server.handlers import explain
 from placement_server.handlers import inventory
 from placement_server.handlers import reshaper
 from placement_server.handlers import resource_class
@@ -15,5 +16,5 @@ from placement_server.handlers import usage
 
 ROUTES = [('/', {'GET': root.home})]
 for _module in (resource_provider, inventory, aggregate, trait, resource_class,
-                allocation, usage, allocation_candidate, reshaper):
+                allocation, usage, allocation_candidate, reshaper, explain):
     ROUTES.extend(_module.ROUTES)

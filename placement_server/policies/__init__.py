@@ -5,7 +5,8 @@ oslopolicy-sample-generator and oslopolicy-policy-generator read.
 """
 from placement_server.policies import api
 from placement_server.policies import base
+from placement_server.policies import extensions
 
 
 def list_rules():
-    return base.rules + api.rules
+    return base.rules + api.rules + extensions.rules
