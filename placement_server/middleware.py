@@ -6,6 +6,8 @@ from the outside in:
   HTTPProxyToWSGI  oslo.middleware: with [oslo_middleware]
                    enable_proxy_headers_parsing, the scheme, host and path
                    prefix the proxy's X-Forwarded-* / Forwarded headers say
+                   (left out when off: it would do nothing, at ~60 us a
+                   request; docs/bench/placement-server.md)
   CORS             oslo.middleware, only when [cors] allowed_origin is set
   Observer         /healthcheck (no token: load balancers call it; see
                    placement_server.health), one log line per request, and
@@ -109,4 +111,7 @@ def wrap(app, conf, db):
     app = Observer(app, health.app(conf, db), metrics=conf.api.enable_metrics)
     if conf.cors.allowed_origin:
         app = cors.CORS(app, conf)
-    return http_proxy_to_wsgi.HTTPProxyToWSGI(app, conf)
+    conf.register_opts(http_proxy_to_wsgi.OPTS, group='oslo_middleware')
+    if conf.oslo_middleware.enable_proxy_headers_parsing:
+        app = http_proxy_to_wsgi.HTTPProxyToWSGI(app, conf)
+    return app
