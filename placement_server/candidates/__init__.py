@@ -355,7 +355,8 @@ def _searches(view: view_mod.ResourceView, request: request_mod.CandidateRequest
         subtrees=[[suffixes.index(s) for s in subtree] for subtree in request.same_subtrees],
         nested_aware=request.nested_aware, capacity=state.capacity, root_of=state.root_of,
         parent_of=lambda rp: rows[rp][2],
-        parents_in=lambda root: {p for rp in members.get(root, ()) if (p := rows[rp][2]) is not None})
+        parents_in=lambda root: {p for rp in members.get(root, ())
+                                 if (p := rows[rp][2]) is not None})
     return {anchor: assign.AnchorSearch(anchor, rules, [o[anchor] for o in options])
             for anchor in anchors}
 
