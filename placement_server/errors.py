@@ -98,9 +98,12 @@ class MethodNotAllowed(PlacementError):
     status = 405
 
 
-def method_not_allowed(method: str, allowed: str) -> 'MethodNotAllowed':
-    """405 naming the refused method, with the Allow header."""
-    return MethodNotAllowed('The method specified is not allowed for this resource.',
+def method_not_allowed(method: str, allowed: str,
+                       message: str = 'The method specified is not allowed for this resource.',
+                       ) -> 'MethodNotAllowed':
+    """405 naming the refused method, with the Allow header (a method the
+    route only has from a later version: no message, as upstream)."""
+    return MethodNotAllowed(message,
                             headers={'Allow': allowed},
                             lead='The method %s is not allowed for this resource.' % method)
 

@@ -200,9 +200,13 @@ def delete_inventory(conn, provider, rc):
     """Remove one class; 404 if absent, 409 inventory.inuse if allocated."""
     row = get_all(conn, provider['id']).get(rc)
     if row is None:
-        # (upstream's words, twice)
-        raise errors.NotFound('No inventory of class %s found for delete: '
-                              'No inventory of class %s found for delete' % (rc, rc))
+        # (upstream's words: why, after what; an unknown class says so)
+        try:
+            resource_classes.get(conn, rc)
+            why = 'No inventory of class %s found for delete' % rc
+        except errors.NotFound as e:
+            why = e.message
+        raise errors.NotFound('No inventory of class %s found for delete: %s' % (rc, why))
     _check_not_in_use(conn, provider, {rc: row['resource_class_id']})
     conn.execute(INV.delete().where(INV.c.id == row['id']))
     return providers.increment_generation(conn, provider['id'], provider['generation'])

@@ -29,14 +29,28 @@ _GET = prepared(sa.select(RP).where(RP.c.uuid == sa.bindparam('uuid')))
 _GET_FOR_UPDATE = _GET.with_for_update()
 
 
-def get(conn, uuid, for_update=False):
-    """The provider row (id, uuid, name, generation, parent/root ids) or 404."""
+def get(conn, uuid, for_update=False, lead=None):
+    """The provider row (id, uuid, name, generation, parent/root ids) or 404.
+
+    ``lead`` (with ``%s`` for the uuid) goes before the 404's message: some
+    of upstream's reads say what they looked for first (``READ_LEADS``)."""
     row = conn.execute(_GET_FOR_UPDATE if for_update else _GET,
                        {'uuid': uuid}).mappings().first()
     if row is None:
         # Upstream gives this 404 no specific code.
-        raise errors.NotFound('No resource provider with uuid %s found' % uuid)
+        raise errors.NotFound(((lead % uuid) if lead else '')
+                              + 'No resource provider with uuid %s found' % uuid)
     return row
+
+
+# What upstream's reads of a provider's parts put before "No resource
+# provider with uuid X found" when the provider is missing.
+READ_LEADS = {
+    'usages': 'No resource provider with uuid %s found: ',
+    'traits': 'No resource provider with uuid %s found: ',
+    'inventories': 'No resource provider with uuid %s found : ',
+    'allocations': "Resource provider '%s' not found: ",
+}
 
 
 # How a 409 concurrent_update is worded, as upstream words it (inventories;

@@ -14,8 +14,9 @@ from placement_server.db import providers
 def _provider(conn, uuid):
     try:
         return providers.get(conn, uuid, for_update=True)
-    except errors.NotFound:
-        raise errors.BadRequest('Resource provider %s in inventories not found.' % uuid,
+    except errors.NotFound as e:
+        raise errors.BadRequest('Resource provider %s in inventories not found: %s'
+                                % (uuid, e.message),
                                 code=errors.PROVIDER_NOT_FOUND)
 
 

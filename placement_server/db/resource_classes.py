@@ -51,7 +51,8 @@ def create(conn, name):
 
 def delete(conn, name):
     if name in os_resource_classes.STANDARDS:
-        raise errors.BadRequest('Cannot delete standard resource class %s.' % name)
+        raise errors.BadRequest('Error in delete resource class: '
+                                'Cannot delete standard resource class %s.' % name)
     row = get(conn, name)
     in_use = conn.execute(
         sa.select(sa.literal(1)).where(sa.or_(

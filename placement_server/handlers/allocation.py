@@ -78,7 +78,7 @@ def list_for_provider(req, uuid):
     req.context.can('placement:resource_providers:allocations:list')
     util.check_accept(req)
     with req.db.reader() as conn:
-        provider = providers.get(conn, uuid)
+        provider = providers.get(conn, uuid, lead=providers.READ_LEADS['allocations'])
         rows = db.get_by_provider(conn, provider['id'])
     allocations = collections.defaultdict(lambda: {'resources': {}})
     for row in rows:

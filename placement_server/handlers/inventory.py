@@ -69,7 +69,7 @@ def list_inventories(req, uuid):
     req.context.can('placement:resource_providers:inventories:list')
     util.check_accept(req)
     with req.db.reader() as conn:
-        provider = providers.get(conn, uuid)
+        provider = providers.get(conn, uuid, lead=providers.READ_LEADS['inventories'])
         rows = db.get_all(conn, provider['id'])
     return _send_all(req, provider['generation'], rows)
 
@@ -95,7 +95,7 @@ def set_inventories(req, uuid):
 def delete_inventories(req, uuid):
     if req.version < (1, 5):
         # The route exists before 1.5, the method does not.
-        raise errors.method_not_allowed(req.method, 'GET, POST, PUT')
+        raise errors.method_not_allowed(req.method, 'GET, POST, PUT', message='')
     req.context.can('placement:resource_providers:inventories:delete')
     with req.db.writer() as conn:
         provider = _lock(conn, uuid)
@@ -125,7 +125,7 @@ def get_inventory(req, uuid, resource_class):
     req.context.can('placement:resource_providers:inventories:show')
     util.check_accept(req)
     with req.db.reader() as conn:
-        provider = providers.get(conn, uuid)
+        provider = providers.get(conn, uuid, lead=providers.READ_LEADS['inventories'])
         row = db.get_all(conn, provider['id']).get(resource_class)
     if row is None:
         raise errors.NotFound('No inventory of class %s for %s'

@@ -100,7 +100,7 @@ def get_provider_traits(req, uuid):
     req.context.can('placement:resource_providers:traits:list')
     util.check_accept(req)
     with req.db.reader() as conn:
-        row = providers.get(conn, uuid)
+        row = providers.get(conn, uuid, lead=providers.READ_LEADS['traits'])
         rows = db.of_provider(conn, row['id'])
     return _provider_traits(req, [r['name'] for r in rows], row['generation'],
                             util.last_modified(*map(util.modified, rows)))

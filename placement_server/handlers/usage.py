@@ -14,7 +14,7 @@ def provider_usages(req, uuid):
     req.context.can('placement:resource_providers:usages')
     util.check_accept(req)
     with req.db.reader() as conn:
-        provider = providers.get(conn, uuid)
+        provider = providers.get(conn, uuid, lead=providers.READ_LEADS['usages'])
         usages = db.for_provider(conn, provider['id'])
     return _send(req, {'resource_provider_generation': provider['generation'],
                        'usages': usages})

@@ -1,0 +1,81 @@
+"""Differences from upstream placement 16.0.0 the differential test
+(tests/differential/) found, each sent to upstream (a real process) and to
+ours on every engine: status, code and the whole error text must be the
+same, and each test also says what the answer is, so that it fails
+without upstream too.
+"""
+import pytest
+
+from tests.functional import side_by_side
+from tests.upstream import _upstream_server  # noqa: F401  (fixture)
+from tests.upstream import upstream_placement  # noqa: F401
+
+CN = 'c0a80101-0000-4000-8000-0000000004a1'
+MISSING = 'c0a80101-0000-4000-8000-0000000004ff'
+BAD = 'The server could not comply with the request since it is either malformed or ' \
+      'otherwise incorrect.\n\n %s  '
+NOT_FOUND = 'The resource could not be found.\n\n %s  '
+NO_RP = 'No resource provider with uuid %s found' % MISSING
+
+
+def run(api, base, script):
+    """Each (method, path, version, body) on both servers; ours's answers
+    as (status, code, detail) after checking upstream's are the same."""
+    answers = []
+    for method, path, version, body in script:
+        headers = {'X-Roles': 'admin,service'} if path == '/reshaper' else None
+        status, _, got = side_by_side.ours(api, method, path, version, body, headers)
+        want_status, _, want = side_by_side.upstream(base, method, path, version, body,
+                                                     headers)
+        for doc in (got, want):
+            for error in (doc or {}).get('errors', ()):
+                error.pop('request_id')
+        assert (status, got) == (want_status, want), (method, path, version, body)
+        err = (got or {}).get('errors', [{}])[0]
+        answers.append((status, err.get('code'), err.get('detail')))
+    return answers
+
+
+@pytest.mark.parametrize('part, lead', [
+    ('usages', NO_RP + ': '),
+    ('traits', NO_RP + ': '),
+    ('inventories', NO_RP + ' : '),
+    ('inventories/VCPU', NO_RP + ' : '),
+    ('allocations', "Resource provider '%s' not found: " % MISSING),
+])
+def test_reading_a_missing_providers_part_says_what_was_looked_for(
+        api, upstream_placement, part, lead):
+    [answer] = run(api, upstream_placement, [
+        ('GET', '/resource_providers/%s/%s' % (MISSING, part), '1.39', None)])
+    assert answer == (404, 'placement.undefined_code', NOT_FOUND % (lead + NO_RP))
+
+
+def test_reshaper_names_the_missing_provider_twice(api, upstream_placement):
+    [answer] = run(api, upstream_placement, [('POST', '/reshaper', '1.39', {
+        'inventories': {MISSING: {'resource_provider_generation': 0,
+                                  'inventories': {'VCPU': {'total': 4}}}},
+        'allocations': {}})])
+    assert answer == (400, 'placement.resource_provider.not_found', BAD % (
+        'Resource provider %s in inventories not found: %s' % (MISSING, NO_RP)))
+
+
+def test_deleting_a_standard_class_is_an_error_in_delete(api, upstream_placement):
+    [answer] = run(api, upstream_placement, [('DELETE', '/resource_classes/VCPU', '1.7', None)])
+    assert answer == (400, None, BAD % (
+        'Error in delete resource class: Cannot delete standard resource class VCPU.'))
+
+
+def test_deleting_inventory_of_an_unknown_class_names_the_class(api, upstream_placement):
+    answers = run(api, upstream_placement, [
+        ('POST', '/resource_providers', '1.20', {'name': 'cn', 'uuid': CN}),
+        ('DELETE', '/resource_providers/%s/inventories/CUSTOM_NOPE' % CN, '1.39', None)])
+    assert answers[-1] == (404, 'placement.undefined_code', NOT_FOUND % (
+        'No inventory of class CUSTOM_NOPE found for delete: '
+        'No such resource class CUSTOM_NOPE.'))
+
+
+def test_delete_all_inventories_before_1_5_is_a_bare_405(api, upstream_placement):
+    answers = run(api, upstream_placement, [
+        ('POST', '/resource_providers', '1.20', {'name': 'cn', 'uuid': CN}),
+        ('DELETE', '/resource_providers/%s/inventories' % CN, '1.4', None)])
+    assert answers[-1] == (405, None, 'The method DELETE is not allowed for this resource. \n\n ')
