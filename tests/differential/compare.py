@@ -5,8 +5,10 @@ timestamps, custom class and trait names of earlier replays (upstream
 keeps them, see generator.py), and order wherever upstream's is the
 database's: every list is compared as a sorted list (allocation requests
 and provider summaries' traits included, so candidates compare as sets).
-Everything else is compared: status, error code, generations, amounts,
-links, and the error text (a difference in the error text alone is told
+A provider created without a uuid gets one from each server: both are
+replaced by the same name (runner.Pair.note_generated). Everything else
+is compared: status, error code, generations, amounts, links, and the
+error text (a difference in the error text alone is told
 apart as wording: runner.Pair(texts=False) collects it without stopping).
 """
 import json
@@ -14,21 +16,29 @@ import json
 TIMESTAMPS = ('created_at', 'updated_at')
 
 
-def normalise(status, body, token):
-    return status, _norm(body, token)
+def normalise(status, body, token, aliases=None):
+    """``aliases`` {uuid the server generated: the name both sides share}."""
+    return status, _norm(body, token, aliases or {})
 
 
-def _norm(value, token):
+def _norm(value, token, aliases):
     if isinstance(value, dict):
         out = {}
         for key, item in value.items():
             if key in TIMESTAMPS or key == 'request_id':
                 continue
-            out[key] = _norm(item, token)
+            out[_alias(key, aliases)] = _norm(item, token, aliases)
         return out
     if isinstance(value, list):
-        items = [_norm(v, token) for v in value if not _foreign(v, token)]
+        items = [_norm(v, token, aliases) for v in value if not _foreign(v, token)]
         return sorted(items, key=lambda v: json.dumps(v, sort_keys=True))
+    return _alias(value, aliases)
+
+
+def _alias(value, aliases):
+    if isinstance(value, str):
+        for uuid, name in aliases.items():
+            value = value.replace(uuid, name)
     return value
 
 

@@ -6,10 +6,12 @@ copy"), where ours stays right:
 - PostgreSQL: ``GET /usages`` at 1.38 and later answers 500 (upstream's
   consumer type query); ``GET /allocation_candidates`` with forbidden
   traits in more than one group at 1.34 and later answers 500.
-- A failed allocation write leaves upstream a consumer row with no
-  allocations (its generation then makes the next write 409): the runner
-  deletes such rows from upstream's database after every failed
-  allocation write (runner.Pair.forget_leaked_consumers).
+- A failed allocation write, and a ``POST /allocations`` giving a new
+  consumer an empty ``allocations``, leave upstream a consumer row with no
+  allocations, which no read shows and whose generation makes the next
+  write with ``consumer_generation: null`` 409: the runner deletes such
+  rows from upstream's database after every allocation write
+  (runner.Pair.forget_leaked_consumers).
 - Not generated at all (generator.py): the reshaper with reserved > total
   (upstream accepts it), ``group_policy=isolate`` with the same class in
   several groups (upstream inflates the amounts), concurrent writers

@@ -20,6 +20,7 @@ import os
 import random
 import re
 import string
+import urllib.parse
 import uuid as uuidlib
 
 import requests
@@ -151,10 +152,22 @@ class Pair:
             changes.invalidate_all(conn)
         self.token = 'R' + ''.join(random.choices(string.ascii_uppercase + string.digits, k=6))
         self.replays += 1
+        self.aliases = {'upstream': {}, 'ours': {}}
+
+    def note_generated(self, our_url, name):
+        """The uuids each server gave a provider created without one."""
+        alias = 'generated-%d' % len(self.aliases['ours'])
+        for side, base in (('upstream', self.upstream.url), ('ours', our_url)):
+            status, body = self.send(base, 'GET', '/resource_providers?name='
+                                     + urllib.parse.quote(str(name)), '1.0')
+            for rp in (body or {}).get('resource_providers', ()) if status == 200 else ():
+                self.aliases[side][rp['uuid']] = alias
 
     def forget_leaked_consumers(self):
-        """Upstream keeps a consumer row after a failed allocation write
-        (known.py); drop consumers holding no allocation from its database."""
+        """Upstream keeps a consumer row after a failed allocation write,
+        and after a POST /allocations giving a new consumer no allocation
+        (known.py): drop consumers holding no allocation from its database.
+        Run after every allocation write."""
         with self._up_engine.begin() as conn:
             conn.exec_driver_sql('DELETE FROM consumers WHERE uuid NOT IN '
                                  '(SELECT consumer_id FROM allocations)')
@@ -175,15 +188,18 @@ class Pair:
                 ours = self.ours[(last_write + 1) % len(self.ours)]
             want = self.send(self.upstream.url, call.method, path, call.version, body)
             got = self.send(ours.url, call.method, path, call.version, body)
-            if (call.is_write() and want[0] >= 400
-                    and ALLOCATION_WRITE.match(path.split('?')[0])):
+            if call.is_write() and ALLOCATION_WRITE.match(path.split('?')[0]):
                 self.forget_leaked_consumers()
+            if (call.method == 'POST' and path == '/resource_providers'
+                    and isinstance(body, dict) and 'uuid' not in body
+                    and want[0] < 300 and got[0] < 300):
+                self.note_generated(ours.url, body.get('name'))
             ex = Exchange(call, '%s %s  @%s%s' % (call.method, path, call.version,
                                                   '' if body is None else '  ' + (
                                                       body if isinstance(body, str)
                                                       else json.dumps(body, sort_keys=True))),
-                          compare.normalise(*want, self.token),
-                          compare.normalise(*got, self.token))
+                          compare.normalise(*want, self.token, self.aliases['upstream']),
+                          compare.normalise(*got, self.token, self.aliases['ours']))
             if ex.want != ex.got:
                 ex.wording = not self.texts and (compare.without_texts(ex.want)
                                                  == compare.without_texts(ex.got))
