@@ -234,6 +234,8 @@ def find(conn: sa.Connection, request: request_mod.CandidateRequest, randomize: 
 def _find(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
           randomize: bool, max_candidates: int, key: Hashable, strategy: str,
           budget: assign.Budget) -> Result:
+    if search.emptied_early(view, request):
+        return EMPTY
     names = search.resolve(
         view, request.all_classes(), request.all_traits(),
         {u for g in request.groups.values() for s in g.member_of + [g.forbidden_aggs]

@@ -14,6 +14,7 @@ import dataclasses
 
 from placement_server import errors
 from placement_server.candidates.combine import Capacity
+from placement_server.candidates.request import CandidateRequest
 from placement_server.view import Inv
 from placement_server.view import ResourceView
 
@@ -54,17 +55,44 @@ def fits(amount: int, used: int, inv: Inv) -> bool:
             and (step == 1 or amount % step == 0))
 
 
-def resolve(view: ResourceView, classes: Collection[str], traits: Collection[str],
-            aggregates: Collection[str]) -> Names:
-    """Ids for a request's names. An unknown class or trait is a 400; an
-    unknown aggregate just matches nothing."""
+def _known_classes(view: ResourceView, classes: Collection[str]) -> None:
     for name in sorted(classes):
         if name not in view.class_ids:
             raise errors.BadRequest('Invalid resource class in resources parameter: '
                                     'No such resource class %s.' % name)
+
+
+def _known_traits(view: ResourceView, traits: Collection[str]) -> None:
     missing = sorted(set(traits) - set(view.trait_ids))
     if missing:
         raise errors.BadRequest('No such trait(s): %s.' % ', '.join(missing))
+
+
+def emptied_early(view: ResourceView, request: CandidateRequest) -> bool:
+    """Whether a filter empties the answer before a later name is judged.
+
+    Names are judged in upstream's order, and its search ends at the first
+    filter that leaves nothing: the root's traits, then group by group its
+    classes, its aggregates (none known: no answer, whatever follows), its
+    traits and its tree. An unknown name before that point is a 400; one
+    after it is never looked at."""
+    _known_traits(view, request.root_required | request.root_forbidden)
+    for group in request.groups.values():
+        _known_classes(view, group.resources)
+        if any(not any(u in view.aggregate_ids for u in any_of) for any_of in group.member_of):
+            return True
+        _known_traits(view, group.forbidden.union(*group.required))
+        if group.in_tree and group.in_tree not in view.by_uuid:
+            return True
+    return False
+
+
+def resolve(view: ResourceView, classes: Collection[str], traits: Collection[str],
+            aggregates: Collection[str]) -> Names:
+    """Ids for a request's names. An unknown class or trait is a 400; an
+    unknown aggregate just matches nothing."""
+    _known_classes(view, classes)
+    _known_traits(view, traits)
     return Names({n: view.class_ids[n] for n in classes},
                  {n: view.trait_ids[n] for n in traits},
                  {u: view.aggregate_ids[u] for u in aggregates if u in view.aggregate_ids},
