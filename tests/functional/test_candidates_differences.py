@@ -5,8 +5,6 @@ requests as sets; where upstream is wrong, the difference is stated.
 """
 import json
 
-import pytest
-
 from tests.functional import side_by_side
 from tests.upstream import _upstream_server  # noqa: F401  (fixture)
 from tests.upstream import upstream_placement  # noqa: F401
