@@ -2,8 +2,8 @@
 
 Both run as real gunicorn processes with the same command line (sync
 workers, same count; tests/upstream.py builds it), under the worker
-placement-server runs (``WORKER``: gunicorn's threaded worker, with
-``THREADS`` threads), each on its own fresh
+placement-server runs (``WORKER``: gunicorn's threaded worker, malformed
+HTTP answered in JSON, with ``THREADS`` threads), each on its own fresh
 database of the same engine (SQLite file, PostgreSQL or MariaDB database), with
 the same options. Both are up at once and a workload interleaves them
 call by call (``side_by_side``), so the noise of a shared machine weighs
@@ -60,7 +60,7 @@ def serve_from_this_tree(workdir, package):
 
 
 # Every server of a benchmark runs under the worker placement-server uses.
-WORKER = 'gthread'
+WORKER = 'placement_server.cmd.gunicorn_worker.Worker'
 THREADS = server_cmd.DEFAULT_THREADS
 
 

@@ -5,7 +5,8 @@ upgrades the schema with --sync-db) before forking workers, so a mistake
 is one line and exit status 1, not a crash loop. Each worker then opens
 its own database pool.
 
-Workers are gunicorn's threaded workers (gthread): a connection waiting
+Workers are gunicorn's threaded workers (gthread; malformed HTTP gets a
+JSON error, placement_server.cmd.gunicorn_worker): a connection waiting
 for its client (slow, stuck, or idle between keep-alive requests) holds
 at most one of a worker's ``--threads``, never the worker, so slow
 clients cannot stop the others being served. In production put a proxy
@@ -207,7 +208,7 @@ def _serve(args, conf):
         'bind': '[%s]:%d' % (args.host, args.port) if ':' in args.host
                 else '%s:%d' % (args.host, args.port),
         'workers': args.workers,
-        'worker_class': 'gthread',
+        'worker_class': 'placement_server.cmd.gunicorn_worker.Worker',
         'threads': args.threads,
         'timeout': args.timeout,
         'graceful_timeout': 10,

@@ -10,6 +10,7 @@ The prefix mount is gunicorn's (the SCRIPT_NAME environment variable:
 requests under it, SCRIPT_NAME set, PATH_INFO the rest), the same
 environ uwsgi's ``--mount /placement=... --manage-script-name`` gives.
 """
+import json
 import os
 import re
 import socket
@@ -194,3 +195,21 @@ def test_the_health_check_drains_a_host_by_file(placement_servers, tmp_path):
                         timeout=10).status_code == 200
     flag.unlink()
     assert requests.get(server.url + '/healthcheck', timeout=10).status_code == 200
+
+
+def test_malformed_http_is_a_json_error(placement_servers, tmp_path):
+    server, = placement_servers(_sqlite(tmp_path, 'p.sqlite'))
+    with socket.create_connection(('127.0.0.1', server.port), timeout=10) as sock:
+        sock.sendall(b'POST /resource_providers HTTP/1.1\r\nHost: x\r\n'
+                     b'Content-Type: application/json\r\nContent-Length: many\r\n\r\n')
+        data = b''
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    head, _, body = data.partition(b'\r\n\r\n')
+    assert head.startswith(b'HTTP/1.1 400')
+    assert re.search(rb'(?im)^content-type: application/json\r?$', head)
+    error, = json.loads(body)['errors']
+    assert error['detail'] == 'content-length header must be an integer'
