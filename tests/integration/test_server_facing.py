@@ -213,3 +213,21 @@ def test_malformed_http_is_a_json_error(placement_servers, tmp_path):
     assert re.search(rb'(?im)^content-type: application/json\r?$', head)
     error, = json.loads(body)['errors']
     assert error['detail'] == 'content-length header must be an integer'
+
+
+def test_gunicorn_logs_through_oslo_log_with_the_options_at_start(placement_servers, tmp_path):
+    log_file = tmp_path / 'placement-server.log'
+    server, = placement_servers(_sqlite(tmp_path, 'p.sqlite'), workers=2,
+                                env={'OS_DEFAULT__LOG_FILE': str(log_file)})
+    requests.get(server.url + '/', timeout=10)
+    server.stop()
+    lines = log_file.read_text().splitlines()
+    # oslo.log's format: date time pid LEVEL logger [context] message
+    stamp = r'^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} \d+ INFO '
+    assert [line for line in lines if re.match(stamp + r'gunicorn\.error .*Booting worker', line)]
+    assert len([line for line in lines if 'Booting worker' in line]) == 2
+    assert [line for line in lines if re.match(stamp + r'placement_server\.deploy .*'
+                                               r'placement server \S+ starting', line)]
+    assert [line for line in lines if re.search(r'api\.auth_strategy += noauth2$', line)]
+    connection = [line for line in lines if 'placement_database.connection ' in line]
+    assert connection and connection[0].endswith('= ****'), connection
