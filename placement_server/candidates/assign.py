@@ -35,7 +35,6 @@ from placement_server.candidates.combine import Asked
 from placement_server.candidates.combine import Candidate
 from placement_server.candidates.combine import Capacity
 from placement_server.candidates.combine import Piece
-from placement_server.candidates.combine import per_provider
 
 # Steps between two looks at the clock.
 _CLOCK_EVERY = 256
@@ -137,6 +136,8 @@ class AnchorSearch:
         self._marks: list[int] = []               # leaves found before each choice
         self._leaves = 0
         self._sums: dict[tuple[int, int], int] = {}
+        # {id(piece): its (provider, class) amounts that add up with others'}
+        self._counted: dict[int, tuple[tuple[tuple[int, int], int], ...]] = {}
         self._times: dict[int, int] = {}           # provider: pieces on the path using it
         self._isolated: set[int] = set()          # providers granular groups took
         self._pool = _Pool(self.rules, self.groups)
@@ -232,16 +233,20 @@ class AnchorSearch:
                 dead.add(signature)
 
     def _change(self, piece: Piece, sign: int) -> None:
-        sums, times, pool = self._sums, self._times, self._pool
+        times = self._times
         for rp in piece.providers:
             times[rp] = times.get(rp, 0) + sign
-        for rp, asked in piece.amounts.items():
-            for rc, amount in asked:
-                key = (rp, rc)
-                if key in self.rules.capacity:
-                    before = sums.get(key, 0)
-                    sums[key] = before + sign * amount
-                    pool.moved(key, before, before + sign * amount)
+        counted = self._counted.get(id(piece))
+        if counted is None:
+            capacity = self.rules.capacity
+            counted = self._counted[id(piece)] = tuple(
+                ((rp, rc), amount) for rp, asked in piece.amounts.items()
+                for rc, amount in asked if (rp, rc) in capacity)
+        sums, pool = self._sums, self._pool
+        for key, amount in counted:
+            before = sums.get(key, 0)
+            sums[key] = before + sign * amount
+            pool.moved(key, before, before + sign * amount)
 
     def _signature(self, piece: Piece) -> object:
         """What makes ``piece`` interchangeable with another at this point
@@ -261,31 +266,23 @@ class AnchorSearch:
         one-provider-per-tree rule refuses it)."""
         path = self._path
         amounts: dict[int, Asked] = {}
-        apart = 0
         for piece in path:
-            amounts.update(piece.amounts)
-            apart += len(piece.amounts)
-        if len(amounts) != apart:
-            # Some provider serves several groups: its amounts add up.
-            amounts = per_provider(((rp, rc), amount) for piece in path
-                                   for rp, asked in piece.amounts.items()
-                                   for rc, amount in asked)
-            amounts = _summed(amounts)
+            for rp, asked in piece.amounts.items():
+                mine = amounts.get(rp)
+                # A provider serving several groups: its amounts add up.
+                amounts[rp] = asked if mine is None else _added(mine, asked)
         rules = self.rules
         if not rules.nested_aware and len({rules.root_of[rp] for rp in amounts}) != len(amounts):
             return None
         return Candidate(amounts, {s: piece.mapped for s, piece in zip(rules.suffixes, path)})
 
 
-def _summed(amounts: dict[int, Asked]) -> dict[int, Asked]:
-    """Amounts of one class from one provider, asked by several groups, as one."""
-    result: dict[int, Asked] = {}
-    for rp, asked in amounts.items():
-        total: dict[int, int] = {}
-        for rc, amount in asked:
-            total[rc] = total.get(rc, 0) + amount
-        result[rp] = tuple(sorted(total.items()))
-    return result
+def _added(mine: Asked, more: Asked) -> Asked:
+    """Two amounts from one provider as one, classes in order."""
+    total = dict(mine)
+    for rc, amount in more:
+        total[rc] = total.get(rc, 0) + amount
+    return tuple(sorted(total.items()))
 
 
 class _Pool:
