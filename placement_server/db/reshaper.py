@@ -11,9 +11,16 @@ from placement_server.db import inventories as inventories_db
 from placement_server.db import providers
 
 
-def _provider(conn, uuid):
+def _check_generation(row, generation):
+    if generation != row['generation']:
+        raise providers.ConcurrentUpdate(
+            'resource provider generation conflict for provider %s: '
+            'actual: %d, given: %d' % (row['uuid'], row['generation'], generation))
+
+
+def _provider(conn, uuid, for_update=True):
     try:
-        return providers.get(conn, uuid, for_update=True)
+        return providers.get(conn, uuid, for_update=for_update)
     except errors.NotFound as e:
         raise errors.BadRequest('Resource provider %s in inventories not found: %s'
                                 % (uuid, e.message),
@@ -33,13 +40,15 @@ def reshape(conn, inventories, consumers):
     allocations bump every provider they touch, the final pass writes every
     provider named.
     """
+    # Judged first in the body's order, as upstream: each provider must
+    # exist (400), then have the generation given (409). Then locked in
+    # uuid order (and judged again under the lock).
+    for uuid, (generation, _) in inventories.items():
+        _check_generation(_provider(conn, uuid, for_update=False), generation)
     for uuid in sorted(inventories):
         generation, wanted = inventories[uuid]
         row = _provider(conn, uuid)
-        if generation != row['generation']:
-            raise providers.ConcurrentUpdate(
-                'resource provider generation conflict for provider %s: '
-                'actual: %d, given: %d' % (uuid, row['generation'], generation))
+        _check_generation(row, generation)
         if not wanted:
             continue
         current = inventories_db.get_all(conn, row['id'])

@@ -79,3 +79,18 @@ def test_delete_all_inventories_before_1_5_is_a_bare_405(api, upstream_placement
         ('POST', '/resource_providers', '1.20', {'name': 'cn', 'uuid': CN}),
         ('DELETE', '/resource_providers/%s/inventories' % CN, '1.4', None)])
     assert answers[-1] == (405, None, 'The method DELETE is not allowed for this resource. \n\n ')
+
+
+def test_reshaper_judges_providers_in_the_order_given(api, upstream_placement):
+    """Each provider in the body's order: missing (400), then stale (409)."""
+    stale = {'resource_provider_generation': 1, 'inventories': {'MEMORY_MB': {'total': 14}}}
+    missing = {'resource_provider_generation': 0, 'inventories': {'VCPU': {'total': 8}}}
+    answers = run(api, upstream_placement, [
+        ('POST', '/resource_providers', '1.29', {'name': 'cn', 'uuid': CN}),
+        ('POST', '/reshaper', '1.30', {'allocations': {},
+                                       'inventories': {MISSING: missing, CN: stale}}),
+        ('POST', '/reshaper', '1.30', {'allocations': {},
+                                       'inventories': {CN: stale, MISSING: missing}})])
+    assert answers[-2] == (400, 'placement.resource_provider.not_found', BAD % (
+        'Resource provider %s in inventories not found: %s' % (MISSING, NO_RP)))
+    assert answers[-1][:2] == (409, 'placement.concurrent_update')
