@@ -26,14 +26,27 @@ def database(request, _databases):
     return test_db.db
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        'markers', 'reference: slow runs of upstream clients\' suites; only in '
+        'tools/run-tests.sh --reference')
+
+
+# What tests record (record_property) and the section printing it at the end.
+SUMMARIES = (('conformance', 'upstream conformance'),
+             ('client_suites', 'client suites'))
+
+
 def pytest_terminal_summary(terminalreporter):
-    """Print the upstream conformance counts the tests recorded (works
-    under xdist: user properties travel with the reports)."""
-    lines = [value for report in terminalreporter.stats.get('passed', [])
-             + terminalreporter.stats.get('failed', [])
-             for name, value in getattr(report, 'user_properties', ())
-             if name == 'conformance' and report.when == 'call']
-    if lines:
-        terminalreporter.section('upstream conformance')
-        for line in sorted(lines):
-            terminalreporter.write_line(line)
+    """Print the counts the upstream suites recorded (works under xdist:
+    user properties travel with the reports)."""
+    reports = (terminalreporter.stats.get('passed', [])
+               + terminalreporter.stats.get('failed', []))
+    for key, title in SUMMARIES:
+        lines = [value for report in reports
+                 for name, value in getattr(report, 'user_properties', ())
+                 if name == key and report.when == 'call']
+        if lines:
+            terminalreporter.section(title)
+            for line in sorted(lines):
+                terminalreporter.write_line(line)
