@@ -8,6 +8,10 @@
 #   tools/run-tests.sh --quick    lint, types, unit, functional and property
 #                                 tests on SQLite: no database server,
 #                                 RabbitMQ or side virtualenv needed
+#   tools/run-tests.sh --reference  the slow tier: nova's test_servers and
+#                                 regressions/ with our server behind
+#                                 upstream's PlacementFixture, beside upstream
+#                                 (tests/integration/test_client_suites.py)
 #
 # Extra arguments go to pytest.
 set -euo pipefail
@@ -21,4 +25,8 @@ if [ "${1:-}" = "--quick" ]; then
     exec .venv/bin/python -m pytest -n "${TEST_WORKERS:-2}" -p no:cacheprovider \
         -m 'not integration' tests/unit tests/functional tests/property "$@"
 fi
-exec .venv/bin/python -m pytest -n "${TEST_WORKERS:-2}" -p no:cacheprovider "$@"
+if [ "${1:-}" = "--reference" ]; then
+    shift
+    exec .venv/bin/python -m pytest -p no:cacheprovider -m reference tests/integration "$@"
+fi
+exec .venv/bin/python -m pytest -n "${TEST_WORKERS:-2}" -p no:cacheprovider -m 'not reference' "$@"
