@@ -40,8 +40,15 @@ ours is told to reload its view (changes.invalidate_all).
     .venv/bin/python bench/wide_trees.py --part fleet --engine postgresql
     .venv/bin/python bench/wide_trees.py --part worst --engine postgresql --server ours
 
-writes bench/results/wide_trees-<part>-<engine>-<commit>.json and prints
-Markdown tables.
+writes bench/results/wide_trees-<part>-<engine>-<commit>.json (or under
+--results) and prints Markdown tables. --timeout N: a server that gives no
+answer within N s (default 300) is recorded as "no answer in N s" and not
+asked that query again; the run goes on. To measure a commit while the
+work tree moves on, run from a snapshot of it:
+
+    git archive HEAD | tar -x -C /tmp/snap
+    git rev-parse --short HEAD > /tmp/snap/BENCH_COMMIT
+    cd /tmp/snap && /work/main/.venv/bin/python bench/wide_trees.py ...
 """
 import collections
 import hashlib
@@ -51,6 +58,8 @@ import subprocess
 import sys
 import time
 import uuid
+
+import requests
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -112,6 +121,13 @@ FLEET_OPTIONS = {WIDE: True, STRATEGY: 'breadth-first', MAX: 1000}
 
 
 def commit():
+    """HEAD, +dirty when placement_server/ has uncommitted edits. Run from
+    a snapshot of a commit (``git archive``, no repository), the commit is
+    read from the snapshot's BENCH_COMMIT file."""
+    stamp = os.path.join(harness.TOP, 'BENCH_COMMIT')
+    if os.path.exists(stamp):
+        with open(stamp) as f:
+            return f.read().strip()
     head = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=harness.TOP,
                           capture_output=True, text=True).stdout.strip()
     dirty = subprocess.run(['git', 'status', '--porcelain', 'placement_server'],
@@ -246,25 +262,51 @@ def close(clients):
         client.session.close()
 
 
+# Seconds the client waits for one answer (--timeout): past it the
+# server's answer is recorded as "no answer in N s" and that server is not
+# asked that query again (its worker may still be busy with it).
+TIMEOUT = 300.0
+
+
+def get(client, path):
+    """(seconds, response), or (seconds, None) when no answer came within
+    TIMEOUT."""
+    headers = dict(client.headers, **{'OpenStack-API-Version': 'placement %s' % VERSION})
+    start = time.perf_counter()
+    try:
+        resp = client.session.get(client.base + path, headers=headers, timeout=TIMEOUT)
+    except requests.exceptions.ReadTimeout:
+        client.session.close()
+        return time.perf_counter() - start, None
+    return time.perf_counter() - start, resp
+
+
 def timed(clients, path, runs, budget=30.0):
     """The query on each server: a first call (ours may load its view),
     then up to ``runs`` calls alternating the servers (fewer once a server
-    has spent ``budget`` seconds). {name: (result, body of the last call)}."""
-    out = {}
+    has spent ``budget`` seconds). {name: (result, body of the last call)};
+    a server that gave no answer within TIMEOUT gets ``no_answer_s``."""
+    out, results = {}, {}
     for name, client in clients.items():
-        t, resp = client.call('GET', path, version=VERSION)
+        t, resp = get(client, path)
+        if resp is None:
+            results[name] = ({'no_answer_s': TIMEOUT, 'waited_s': round(t, 1)}, None)
+            continue
         out[name] = {'first_s': round(t, 4), 'status': resp.status_code, 'samples': [],
                      'hashes': {hashlib.sha1(resp.content).hexdigest()}, 'resp': resp}
     for i in range(runs):
-        for name in sorted(clients, reverse=bool(i % 2)):
+        for name in sorted(out, reverse=bool(i % 2)):
             r = out[name]
             if sum(r['samples']) + r['first_s'] > budget:
                 continue
-            t, resp = clients[name].call('GET', path, version=VERSION)
+            t, resp = get(clients[name], path)
+            if resp is None:
+                r['timeouts'] = r.get('timeouts', 0) + 1
+                r['first_s'] += budget  # no more calls
+                continue
             r['samples'].append(t)
             r['hashes'].add(hashlib.sha1(resp.content).hexdigest())
             r['status'] = max(r['status'], resp.status_code)
-    results = {}
     for name, r in out.items():
         samples = r['samples'] or [r['first_s']]
         body = r['resp'].json() if r['status'] == 200 else None
@@ -326,6 +368,8 @@ def case_line(row):
             cells.append('')
         elif 'error' in r:
             cells.append('ERROR %s' % r['error'][:80])
+        elif 'no_answer_s' in r:
+            cells.append('**no answer in %d s**' % r['no_answer_s'])
         elif 'candidates' not in r:
             cells.append('HTTP %s, %.2f s' % (r['status'], r['median_s']))
         else:
@@ -342,9 +386,14 @@ def case_line(row):
 FLEET_QUERIES = [(kind, rc, groups, policy)
                  for kind, rc in (('VF', VF), ('GPU', GPU))
                  for groups in (1, 2, 4, 8) for policy in ('none', 'isolate')]
+# Upstream gave no answer in 300 s to 8 groups of VFs with isolate over the
+# fleet; its worker stays busy with it after the client gives up, so that
+# query goes last, where it slows no other cell.
+HOPELESS = ('VF', 8, 'isolate')
+FLEET_QUERIES.sort(key=lambda q: (q[0], q[2], q[3]) == HOPELESS)
 
 
-def run_fleet(engine, workers, servers, runs, computes=1000):
+def run_fleet(engine, workers, servers, runs, computes=1000, kinds=None):
     forest = trees(computes, FLEET_ROOT, [('PF', 8, VF, 8), ('GPU', 4, GPU, 1)])
     roots = {rp_uuid(n) for n, _, _ in forest}
     capacity = {}
@@ -363,7 +412,9 @@ def run_fleet(engine, workers, servers, runs, computes=1000):
                             'load_s': round(time.perf_counter() - start, 1)}
         rows = []
         for kind, rc, groups, policy in FLEET_QUERIES:
-            for scope in ('fleet', 'one compute'):
+            if kinds and kind not in kinds:
+                continue
+            for scope in ('one compute', 'fleet'):
                 path = case_query(groups, 1000, rc, policy)
                 if scope == 'one compute':
                     path += '&in_tree=%s' % one
@@ -394,6 +445,8 @@ def fleet_line(row):
         r = row['results'].get(name)
         if r is None:
             cells.append('')
+        elif 'no_answer_s' in r:
+            cells.append('**no answer in %d s**' % r['no_answer_s'])
         elif 'candidates' not in r:
             cells.append('HTTP %s' % r['status'])
         else:
@@ -432,6 +485,7 @@ def run_worst(engine, workers, runs, computes=2000, time_limit=None):
 
 
 def main(argv=None):
+    global TIMEOUT
     parser = harness.side_by_side_parser(__doc__)
     parser.add_argument('--part', action='append', choices=('cases', 'fleet', 'worst'))
     parser.add_argument('--runs', type=int, default=3, help='timed calls per server')
@@ -439,7 +493,15 @@ def main(argv=None):
     parser.add_argument('--computes', type=int, help='fleet/worst computes (1000/2000)')
     parser.add_argument('--time-limit', type=float,
                         help='worst: [placement] allocation_candidates_time_limit')
+    parser.add_argument('--kind', action='append', choices=('VF', 'GPU'),
+                        help='fleet: only these queries (default both)')
+    parser.add_argument('--timeout', type=float, default=TIMEOUT,
+                        help='seconds the client waits for one answer (%(default)s); '
+                             'past it: "no answer in N s", that query not asked again')
+    parser.add_argument('--results', default=os.path.join(harness.TOP, 'bench', 'results'),
+                        help='directory for the JSON results')
     args = parser.parse_args(argv)
+    TIMEOUT = args.timeout
     servers = tuple(args.server or ('ours', 'upstream'))
     rev = commit()
     for engine in args.engine or ['sqlite']:
@@ -454,13 +516,13 @@ def main(argv=None):
                 print('| query | scope | ours | upstream | upstream / ours | sets |\n'
                       '|---|---|---|---|---|---|', flush=True)
                 data = run_fleet(engine, args.workers, servers, args.runs,
-                                 args.computes or 1000)
+                                 args.computes or 1000, args.kind)
                 print({k: v for k, v in data.items() if k != 'rows'})
             else:
                 data = run_worst(engine, args.workers, args.runs, args.computes or 2000,
                                  args.time_limit)
                 print(data)
-            harness.save(os.path.join(harness.TOP, 'bench', 'results', 'wide_trees-%s-%s-%s%s.json'
+            harness.save(os.path.join(args.results, 'wide_trees-%s-%s-%s%s.json'
                                       % (part, engine, '+'.join(servers),
                                          '-' + rev.replace('+', '-'))),
                          {'commit': rev, 'engine': engine, 'workers': args.workers,
