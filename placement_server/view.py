@@ -24,6 +24,7 @@ from collections.abc import Sequence
 import datetime
 import threading
 from typing import Any
+from typing import NamedTuple
 from typing import Unpack
 import weakref
 
@@ -113,11 +114,21 @@ class ByIds:
         return rows
 
 
-# (id, uuid, parent id, root id, generation)
-Row = tuple[int, str, int | None, int, int]
-# An inventory as the search checks it:
-# (capacity (total - reserved) * allocation_ratio, min_unit, max_unit, step_size)
-Inv = tuple[float, int, int, int]
+class Row(NamedTuple):
+    """A provider as the view holds it."""
+    id: int
+    uuid: str
+    parent: int | None
+    root: int
+    generation: int
+
+
+class Inv(NamedTuple):
+    """An inventory as the search checks it."""
+    capacity: float     # (total - reserved) * allocation_ratio
+    min_unit: int
+    max_unit: int
+    step_size: int
 
 
 def _rows(holds: Holds) -> sa.CompoundSelect[Any]:
@@ -292,11 +303,11 @@ class ResourceView:
         return newest
 
     def _reload(self, conn: sa.Connection, ids: Collection[int]) -> None:
-        trees = {self.rows[rp][3] for rp in ids if rp in self.rows}
+        trees = {self.rows[rp].root for rp in ids if rp in self.rows}
         for rp in ids:
             self._forget(rp)
         self._add(_OF_PROVIDERS.rows(conn, ids))
-        trees.update(self.rows[rp][3] for rp in ids if rp in self.rows)
+        trees.update(self.rows[rp].root for rp in ids if rp in self.rows)
         self.version += 1
         self._changed_trees.append((self.version, trees))
 
@@ -342,13 +353,13 @@ class ResourceView:
         row = self.rows.pop(rp, None)
         self.details.pop(rp, None)
         if row is not None:
-            del self.by_uuid[row[1]]
-            tree = self.members.get(row[3])
+            del self.by_uuid[row.uuid]
+            tree = self.members.get(row.root)
             if tree is not None:
                 tree.discard(rp)
                 if not tree:
-                    del self.members[row[3]]
-            if row[2] is not None:
+                    del self.members[row.root]
+            if row.parent is not None:
                 self.children -= 1
         for rc in self.classes_of.pop(rp, ()):
             del self.inventories[rc][rp]
@@ -370,14 +381,14 @@ class ResourceView:
         aggregates: dict[int, set[int]] = {}
         for kind, rp, i1, i2, i3, i4, i5, i6, ratio, text, name, created, updated in rows:
             if kind == 'p':
-                self.rows[rp] = (rp, text, i1, i2, i3)
+                self.rows[rp] = Row(rp, text, i1, i2, i3)
                 self.details[rp] = (name, created, updated)
                 self.by_uuid[text] = rp
                 self.members.setdefault(i2, set()).add(rp)
                 if i1 is not None:
                     self.children += 1
             elif kind == 'i':
-                inv = ((i2 - i3) * ratio, i4, i5, i6)
+                inv = Inv((i2 - i3) * ratio, i4, i5, i6)
                 self.inventories.setdefault(i1, {})[rp] = shared(inv, inv)
                 classes.setdefault(rp, set()).add(i1)
             elif kind == 'u':

@@ -325,7 +325,7 @@ def _sources(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
         found: dict[int, list[combine.Candidate]] = {}
         for candidate in state.lone_group(lone):
             rp = next(iter(candidate.amounts))
-            found.setdefault(view.rows[rp][3], []).append(candidate)
+            found.setdefault(view.rows[rp].root, []).append(candidate)
         return {anchor: order.Found(items) for anchor, items in found.items()}
     return _searches(view, request, state, queries, names.traits)
 
@@ -356,9 +356,9 @@ def _searches(view: view_mod.ResourceView, request: request_mod.CandidateRequest
         isolate=request.group_policy == 'isolate',
         subtrees=[[suffixes.index(s) for s in subtree] for subtree in request.same_subtrees],
         nested_aware=request.nested_aware, capacity=state.capacity, root_of=state.root_of,
-        parent_of=lambda rp: rows[rp][2],
+        parent_of=lambda rp: rows[rp].parent,
         parents_in=lambda root: {p for rp in members.get(root, ())
-                                 if (p := rows[rp][2]) is not None})
+                                 if (p := rows[rp].parent) is not None})
     return {anchor: assign.AnchorSearch(anchor, rules, [o[anchor] for o in options])
             for anchor in anchors}
 
@@ -370,7 +370,7 @@ def _with_summaries(view: view_mod.ResourceView, request: request_mod.CandidateR
     rows = view.rows
     shown: set[int] = {rp for c in candidates for rp in c.amounts}
     if request.nested_aware and view.children:
-        shown = {row[0] for row in summaries.tree_members(view, {rows[rp][3] for rp in shown})}
+        shown = summaries.tree_members(view, {rows[rp].root for rp in shown})
     mapped = {rp for c in candidates for rps in c.mappings.values() for rp in rps}
-    return Result(candidates, {rp: rows[rp][1] for rp in shown | mapped},
+    return Result(candidates, {rp: rows[rp].uuid for rp in shown | mapped},
                   summaries.texts(view, shown, summaries.shape_of(request)), class_names)

@@ -102,7 +102,7 @@ def resolve(view: ResourceView, classes: Collection[str], traits: Collection[str
 
 def root_of_uuid(view: ResourceView, uuid: str) -> int | None:
     rp = view.by_uuid.get(uuid)
-    return None if rp is None else view.rows[rp][3]
+    return None if rp is None else view.rows[rp].root
 
 
 def sharing_anchors(view: ResourceView, sharing_ids: Collection[int]) -> dict[int, set[int]]:
@@ -110,9 +110,9 @@ def sharing_anchors(view: ResourceView, sharing_ids: Collection[int]) -> dict[in
     its own included}."""
     anchors = {}
     for s in sharing_ids:
-        roots = {view.rows[s][3]}
+        roots = {view.rows[s].root}
         for agg in view.aggregates.get(s, ()):
-            roots.update(view.rows[rp][3] for rp in view.in_aggregate[agg])
+            roots.update(view.rows[rp].root for rp in view.in_aggregate[agg])
         anchors[s] = roots
     return anchors
 
@@ -150,7 +150,7 @@ def _filter(view: ResourceView, query: GroupQuery) -> Callable[[int], bool] | No
         mine = aggregates.get(rp, empty)
         return (all(mine & any_of for any_of in query.member_of)
                 and not mine & query.forbidden_aggs
-                and (query.tree_root is None or rows[rp][3] == query.tree_root))
+                and (query.tree_root is None or rows[rp].root == query.tree_root))
     return meets
 
 
@@ -164,7 +164,7 @@ def single_providers(view: ResourceView, query: GroupQuery, capacity_of: Collect
     """
     rows = view.rows
     meets = _filter(view, query)
-    roots = {rp: rows[rp][3] for rp in _with_room(view, query.resources)
+    roots = {rp: rows[rp].root for rp in _with_room(view, query.resources)
              if meets is None or meets(rp)}
     wanted = set(capacity_of) & set(query.resources)
     return roots, capacities(view, roots, wanted) if wanted else {}
@@ -210,7 +210,7 @@ def providers_per_class(view: ResourceView, query: GroupQuery) -> tuple[
             used_now = used.get(rp, 0)
             if not fits(amount, used_now, inv):
                 continue
-            root = rows[rp][3]
+            root = rows[rp].root
             if query.tree_root is not None and root != query.tree_root:
                 continue
             traits = view.traits.get(rp, empty)
@@ -253,7 +253,7 @@ def roots_in_aggregates(view: ResourceView, root_ids: Iterable[int],
 
 def resourceless_providers(view: ResourceView, query: GroupQuery) -> dict[int, int]:
     meets = _filter(view, query)
-    return {rp: row[3] for rp, row in view.rows.items() if meets is None or meets(rp)}
+    return {rp: row.root for rp, row in view.rows.items() if meets is None or meets(rp)}
 
 
 def providers(view: ResourceView, query: GroupQuery) -> list[int]:

@@ -14,7 +14,6 @@ from typing import NamedTuple
 
 from placement_server.candidates.request import CandidateRequest
 from placement_server.view import ResourceView
-from placement_server.view import Row
 
 quoted = json.encoder.encode_basestring   # a JSON string, quotes included
 
@@ -32,12 +31,10 @@ def shape_of(request: CandidateRequest) -> Shape:
                  version >= (1, 17), version >= (1, 29))
 
 
-def tree_members(view: ResourceView, root_ids: Iterable[int]) -> list[Row]:
-    """Rows (id, uuid, parent id, root id, generation) of every provider in
-    the given trees."""
+def tree_members(view: ResourceView, root_ids: Iterable[int]) -> set[int]:
+    """Ids of every provider in the given trees."""
     members = view.members
-    rows = view.rows
-    return [rows[rp] for root in root_ids for rp in members.get(root, ())]
+    return {rp for root in root_ids for rp in members.get(root, ())}
 
 
 def texts(view: ResourceView, providers: Collection[int], shape: Shape) -> dict[int, str]:
@@ -77,6 +74,6 @@ def _text(view: ResourceView, rp: int, shape: Shape) -> str:
     if shape.tree:
         _, _, parent, root, _ = view.rows[rp]
         text += ',"parent_provider_uuid":%s,"root_provider_uuid":%s' % (
-            'null' if parent is None else quoted(view.rows[parent][1]),
-            quoted(view.rows[root][1]))
+            'null' if parent is None else quoted(view.rows[parent].uuid),
+            quoted(view.rows[root].uuid))
     return text + '}'

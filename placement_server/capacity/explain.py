@@ -103,7 +103,7 @@ def explain(conn: sa.Connection, query: str, version: str = '1.39') -> Explanati
         anchors = search.sharing_anchors(view, view.sharing)
         verdicts = []
         for root in sorted(view.members):
-            uuid, name = view.rows[root][1], view.details[root][0]
+            uuid, name = view.rows[root].uuid, view.details[root][0]
             if root in fitting:
                 verdicts.append(Verdict(uuid, name, 'fits', 'anchors a candidate'))
                 continue
@@ -119,7 +119,7 @@ def _fitting(conn: sa.Connection, request: request_mod.CandidateRequest) -> set[
     result = candidates.find(conn, request)
     view = view_mod.of(conn)
     rows = view.rows
-    return {rows[rp][3] for c in result.candidates for rp in c.amounts if rp in rows}
+    return {rows[rp].root for c in result.candidates for rp in c.amounts if rp in rows}
 
 
 Found = tuple[str, str, dict[str, Any]]

@@ -545,28 +545,6 @@ def _autocommit(conn):
             dbapi_conn.autocommit = False
 
 
-# PyMySQL's type codes for DATETIME and TIMESTAMP columns.
-_MYSQL_TIME_TYPES = (7, 12)
-
-
-@contextlib.contextmanager
-def timestamps_as_text(conn):
-    """Within the block, PyMySQL hands DATETIME and TIMESTAMP values over as
-    their text ('2026-11-24 16:55:48'): it parses each in pure Python, which
-    for a list of thousands of providers costs more than the query. Other
-    drivers are left as they are; the connection is the caller's alone."""
-    raw = conn.connection.dbapi_connection
-    decoders = getattr(raw, 'decoders', None)
-    if conn.dialect.driver != 'pymysql' or decoders is None:
-        yield
-        return
-    raw.decoders = {**decoders, **dict.fromkeys(_MYSQL_TIME_TYPES)}
-    try:
-        yield
-    finally:
-        raw.decoders = decoders
-
-
 class Database:
     """A process's handle on the placement database."""
 

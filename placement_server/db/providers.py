@@ -7,7 +7,6 @@ touch no row and the request fails with placement.concurrent_update
 instead of overwriting.
 """
 import collections
-import datetime
 
 import sqlalchemy as sa
 from sqlalchemy.sql import visitors
@@ -316,29 +315,6 @@ def view_query():
                       _ROOT.c.uuid.label('root_provider_uuid'))
             .select_from(RP.outerjoin(_PARENT, RP.c.parent_provider_id == _PARENT.c.id)
                          .outerjoin(_ROOT, RP.c.root_provider_id == _ROOT.c.id)))
-
-
-def list_view(conn, where):
-    """The providers matching the conditions ``where``, in id order, as
-    plain tuples in ``view_query``'s column order; and the newest of their
-    modification times (None if there are none).
-
-    Read from the DBAPI cursor: for thousands of providers SQLAlchemy's
-    rows, and its and PyMySQL's parsing of timestamps, cost more than the
-    query. Only the newest timestamp is parsed (SQLite's and MariaDB's
-    text timestamps sort as they compare).
-    """
-    with api.timestamps_as_text(conn):
-        result = conn.execute(view_query().where(sa.and_(sa.true(), *where))
-                              .order_by(RP.c.id))
-        try:
-            rows = result.cursor.fetchall()
-        finally:
-            result.close()
-    newest = max((row[5] or row[4] for row in rows), default=None)
-    if isinstance(newest, str):
-        newest = datetime.datetime.fromisoformat(newest)
-    return rows, newest
 
 
 def get_view(conn, uuid):

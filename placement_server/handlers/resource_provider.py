@@ -154,7 +154,7 @@ def _matching(view, filters):
         tree_root=tree_root)
     found = search.providers(view, group)
     if uuid is not None:
-        found = [rp for rp in found if view.rows[rp][1] == uuid]
+        found = [rp for rp in found if view.rows[rp].uuid == uuid]
     if name is not None:
         found = [rp for rp in found if view.details[rp][0] == name]
     return found
@@ -165,9 +165,9 @@ def _listed(req, view, filters):
     found = _matching(view, filters)
     rows, details = view.rows, view.details
     # In db.view_query's column order, which list_body renders.
-    listed = [(rp, rows[rp][1], details[rp][0], rows[rp][4], details[rp][1],
-               details[rp][2], rows[rows[rp][2]][1] if rows[rp][2] else None,
-               rows[rows[rp][3]][1]) for rp in found]
+    listed = [(rp, rows[rp].uuid, details[rp][0], rows[rp].generation, details[rp][1],
+               details[rp][2], rows[parent].uuid if (parent := rows[rp].parent) else None,
+               rows[rows[rp].root].uuid) for rp in found]
     return list_body(req, listed), view.last_modified(found)
 
 

@@ -4,9 +4,6 @@ import datetime
 import pytest
 import sqlalchemy as sa
 
-from placement_server.db import api as db_api
-from placement_server.db import tables
-
 CN1 = 'c0a80101-0000-4000-8000-000000000001'
 CN2 = 'c0a80101-0000-4000-8000-000000000002'
 NUMA = 'c0a80101-0000-4000-8000-000000000003'
@@ -120,21 +117,6 @@ def test_list_last_modified_is_the_newest_change(api, database):
     assert resp.headers['Last-Modified'] == 'Thu, 02 Jan 2031 03:04:05 GMT'
     resp = api.get('/resource_providers?name=cn2', version='1.15')
     assert resp.headers['Last-Modified'] == 'Fri, 07 Jun 2030 08:09:10 GMT'
-
-
-def test_timestamps_as_text_only_within_the_block(api, database):
-    # The list reads PyMySQL's timestamps as text; the pooled connection
-    # must parse them again for the next request.
-    _post(api, 'cn1', CN1)
-    query = sa.select(tables.resource_providers.c.created_at)
-    with database.reader() as conn:
-        with db_api.timestamps_as_text(conn):
-            inside = conn.execute(query).cursor.fetchone()[0]
-        after = conn.execute(query).scalar_one()
-    assert isinstance(after, datetime.datetime)
-    if database.dialect == 'mysql':
-        assert isinstance(inside, str)
-        assert datetime.datetime.fromisoformat(inside) == after
 
 
 def test_name_and_uuid(world):
