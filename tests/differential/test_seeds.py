@@ -24,5 +24,5 @@ def test_fixed_seeds_answer_as_upstream(engine, tmp_path):
     assert not report.divergences, '\n'.join(lines)
     # every call of every seed was compared, and the sequences did something
     assert report.calls == len(SEEDS) * CALLS
-    assert report.ok_writes > len(SEEDS) * CALLS // 5, report
+    assert report.ok_writes >= 20 * len(SEEDS), report   # 88 when written
     assert report.found_candidates >= len(SEEDS), report
