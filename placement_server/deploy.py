@@ -57,7 +57,13 @@ def open_database(conf):
         group = conf.placement_database
         kwargs = {name: group[name] for name in (
             'max_pool_size', 'max_overflow', 'pool_timeout', 'connection_recycle_time',
-            'mysql_sql_mode', 'mysql_wsrep_sync_wait', 'connection_parameters')}
+            'mysql_sql_mode', 'mysql_wsrep_sync_wait', 'connection_parameters',
+            'connection_debug', 'connection_trace')}
+        if group.slave_connection:
+            # Every read must see the writes committed before it (the view,
+            # generations): a replica that lags cannot serve any of them.
+            LOG.warning('[placement_database] slave_connection is ignored: '
+                        'placement reads only from the primary')
         # oslo.db's: an empty SQL mode leaves the server's
         kwargs['mysql_sql_mode'] = kwargs['mysql_sql_mode'] or None
     return db_api.Database(url, **kwargs)

@@ -481,7 +481,8 @@ def send_later(conn, sql):
 
 def create_engine(url, max_pool_size=None, max_overflow=None, pool_timeout=None,
                   connection_recycle_time=3600, mysql_sql_mode='TRADITIONAL',
-                  mysql_wsrep_sync_wait=None, connection_parameters=None):
+                  mysql_wsrep_sync_wait=None, connection_parameters=None,
+                  connection_debug=0, connection_trace=False):
     """An engine for ``url``; the keywords are [placement_database]'s."""
     url = sa.engine.make_url(url)
     if url.get_backend_name() == 'sqlite':
@@ -501,6 +502,7 @@ def create_engine(url, max_pool_size=None, max_overflow=None, pool_timeout=None,
         pool_timeout=pool_timeout, connection_recycle_time=connection_recycle_time,
         mysql_sql_mode=mysql_sql_mode, mysql_wsrep_sync_wait=mysql_wsrep_sync_wait,
         connection_parameters=connection_parameters,
+        connection_debug=connection_debug, connection_trace=connection_trace,
         # A worker starts even while the database is away (it answers 503
         # until it is back); commands check the connection themselves.
         max_retries=0,
