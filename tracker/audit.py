@@ -151,47 +151,19 @@ def compute_drift(snapshot, actual_providers, actual_allocations):
             + allocation_drift(snapshot.instances, actual_allocations))
 
 
-def planned_writes(drift):
-    """The requests that repair ``drift`` (what --dry-run prints): one per
-    resource written, a created provider's inventories, traits and
-    aggregates included."""
+def listed(written, names):
+    """The writes as the report shows them (what --dry-run prints and
+    --fix made): each request's method and path, and the provider or
+    consumer it writes with its name (``names``: {uuid: name})."""
     writes = []
-    seen = set()
-
-    def add(method, path, item):
-        key = (method, path, item.uuid)
-        if key not in seen:
-            seen.add(key)
-            writes.append({'method': method, 'path': path,
-                           'subject': item.uuid, 'name': item.name})
-
-    for item in drift:
-        rp = '/resource_providers/%s' % item.uuid
-        kind = item.kind
-        if kind == 'provider_missing':
-            add('POST', '/resource_providers', item)
-            for part in ('inventories', 'traits', 'aggregates'):
-                if item.detail.get(part):
-                    add('PUT', '%s/%s' % (rp, part), item)
-            continue
-        if kind in ('provider_name_differs', 'provider_parent_differs'):
-            write = ('PUT', rp)
-        elif kind == 'provider_extra':
-            write = ('DELETE', rp)
-        elif kind.startswith('inventory_'):
-            write = ('PUT', rp + '/inventories')
-        elif kind.startswith('traits_'):
-            write = ('PUT', rp + '/traits')
-        elif kind.startswith('aggregates_'):
-            write = ('PUT', rp + '/aggregates')
-        elif kind in ('allocation_orphan', 'allocation_evacuation_leftover',
-                      'migration_stale'):
-            # the part here goes; a part on another host stays (a PUT)
-            write = ('PUT' if item.detail.get('elsewhere') else 'DELETE',
-                     '/allocations/%s' % item.uuid)
+    for write in written:
+        parts = write.path.split('?')[0].strip('/').split('/')
+        if parts == ['resource_providers'] and isinstance(write.body, dict):
+            subject = write.body.get('uuid', '')          # a provider created
         else:
-            write = ('PUT', '/allocations/%s' % item.uuid)
-        add(write[0], write[1], item)
+            subject = parts[1] if len(parts) > 1 else ''
+        writes.append({'method': write.method, 'path': write.path,
+                       'subject': subject, 'name': names.get(subject, '')})
     return writes
 
 
@@ -206,6 +178,8 @@ class AuditReport:
     # beside nova-compute: consumers a migration in flight holds (not drift)
     held: list = dataclasses.field(default_factory=list)
     errors: list = dataclasses.field(default_factory=list)   # writes refused
+    # the writes themselves, bodies included (http.Write): ``writes`` lists them
+    written: list = dataclasses.field(default_factory=list, repr=False)
 
     @property
     def in_sync(self):
@@ -243,7 +217,8 @@ class AuditReport:
             verb = 'made' if self.fixed else 'would make'
             lines.append('writes %s:' % verb)
             lines += ['  %(method)s %(path)s' % w
-                      + ('  (%s)' % (w['name'] or w['subject'])) for w in self.writes]
+                      + ('  (%s)' % (w['name'] or w['subject'])
+                         if w['name'] or w['subject'] else '') for w in self.writes]
         lines += ['write refused: %s' % e for e in self.errors]
         if self.fixed and self.remaining:
             lines.append('still differing after the repair:')
@@ -274,18 +249,39 @@ def _tree_providers(tree):
 
 
 def audit(snapshot, client, fix=False, dry_run=False, authoritative=True):
-    """Compare the host with placement; repair when ``fix``."""
+    """Compare the host with placement; repair when ``fix``.
+
+    The dry run is the repair itself on a twin of the client whose writes
+    are recorded, not sent (ReportClient.dry_run): what it lists is what
+    --fix sends, from the one code that writes."""
     drift, foreign = _drift(snapshot, client, authoritative)
     report = AuditReport(snapshot.hostname, drift, foreign)
-    if drift and (fix or dry_run):
-        report.writes = planned_writes(drift)
-    if drift and fix and not dry_run:
-        client.sync(snapshot.providers, snapshot.instances)
-        client.sync_allocations(snapshot.root.uuid, snapshot.instances,
-                                authoritative=authoritative)
+    if not drift or not (fix or dry_run):
+        return report
+    if dry_run:
+        twin = client.dry_run()
+        repair(snapshot, twin, authoritative)
+        report.written = twin.http.written
+    else:
+        with client.recording() as written:
+            report.errors = [str(e) for e in repair(snapshot, client, authoritative)]
+        report.written = written
         report.fixed = True
         report.remaining, report.foreign = _drift(snapshot, client, authoritative)
+    names = {p.uuid: p.name for p in snapshot.providers}
+    names.update({i.uuid: i.name for i in snapshot.instances})
+    names.update({d.uuid: d.name for d in drift if d.name})
+    report.writes = listed(report.written, names)
     return report
+
+
+def repair(snapshot, client, authoritative):
+    """The agent's own sync of the host's providers, then its instances'
+    allocations; the errors of the writes placement refused."""
+    providers = client.sync(snapshot.providers, snapshot.instances)
+    allocations = client.sync_allocations(snapshot.root.uuid, snapshot.instances,
+                                          authoritative=authoritative)
+    return providers.errors + allocations.errors
 
 
 def host_part(snapshot, allocations, managed):

@@ -71,27 +71,29 @@ def cycle(snapshot, client, conf, ages, compute_node, reported):
     return found, allocated, changes
 
 
-def named_writes(result, drift):
-    names = {d.uuid: d.name for d in drift}
-    return [{'method': method, 'path': path, 'subject': path.rsplit('/', 1)[-1],
-             'name': names.get(path.rsplit('/', 1)[-1], '')}
-            for method, path in result.writes]
-
-
 def audit(snapshot, client, conf, ages, compute_node, fix=False, dry_run=False):
-    """The AuditReport of the guests' allocations on nova's tree."""
+    """The AuditReport of the guests' allocations on nova's tree. The dry
+    run is the repair on a twin of the client that sends no write
+    (ReportClient.dry_run): it lists what --fix sends."""
     first = check(snapshot, client, conf, ages, compute_node)
     found = first.found
     report = audit_mod.AuditReport(first.adopted.root_name, found.drift,
                                    held=found.held)
-    if found.drift and dry_run:
-        report.writes = audit_mod.planned_writes(found.drift)
-    if found.drift and fix and not dry_run:
-        result = repair(client, compute_node, found)
+    if not found.drift or not (fix or dry_run):
+        return report
+    if dry_run:
+        twin = client.dry_run()
+        repair(twin, compute_node, found)
+        report.written = twin.http.written
+    else:
+        with client.recording() as written:
+            result = repair(client, compute_node, found)
+        report.written = written
         report.fixed = True
-        report.writes = named_writes(result, found.drift)
         report.errors = [str(e) for e in result.errors]
         client.forget_allocations()
         again = check(snapshot, client, conf, ages, compute_node)
         report.remaining, report.held = again.found.drift, again.found.held
+    report.writes = audit_mod.listed(report.written,
+                                     {d.uuid: d.name for d in found.drift})
     return report

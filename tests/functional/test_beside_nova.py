@@ -138,11 +138,16 @@ def test_device_allocations_nova_left_out_are_found_and_only_they_repaired(
     assert sorted((w['method'], w['path']) for w in report.writes) == [
         ('PUT', '/allocations/' + PCI), ('PUT', '/allocations/' + MDEV)]
     assert writes(placement, marker) == []           # a dry run writes nothing
+    dry = report
 
     report = agent.audit(fix=True)
     assert report.fixed and report.remaining == [] and report.exit_code == 0
     assert sorted(writes(placement, marker)) == [
         ('PUT', '/allocations/' + PCI), ('PUT', '/allocations/' + MDEV)]
+    # the dry run listed what the repair sent, in order, bodies included
+    assert dry.writes == report.writes
+    assert dry.written == report.written
+    assert [(w.method, w.path) for w in dry.written] == writes(placement, marker)
     assert allocations(placement, PCI) == {
         NOVA_ROOT: ROOT_PART[PCI], NIC: {'SRIOV_NET_VF': 2}, NVME: {NVME_CLASS: 1}}
     assert allocations(placement, MDEV) == {NOVA_ROOT: ROOT_PART[MDEV],
@@ -202,4 +207,4 @@ def test_a_repair_never_touches_a_consumer_a_migration_holds(conf, placement, no
         NOVA_ROOT, [(MDEV, {NOVA_ROOT: ROOT_PART[MDEV], GPU1: {'VGPU': 1}}, None, None)],
         protected={MDEV})
     assert result.kept == [(MDEV, 'a migration is in flight')]
-    assert result.writes == [] and writes(placement, marker) == []
+    assert writes(placement, marker) == []

@@ -17,6 +17,9 @@ client removes only those it wrote itself and the host no longer reports;
 anything another writer added stays. What it wrote is kept in a state file
 across restarts (tracker.placement.ownership).
 """
+from collections.abc import Iterator
+import contextlib
+import copy
 import logging
 import threading
 from typing import Any
@@ -97,6 +100,28 @@ class ReportClient:
     @property
     def microversion(self) -> str:
         return http_mod.version_text(self.http.negotiate())
+
+    # -- what the writes are ------------------------------------------------
+
+    @contextlib.contextmanager
+    def recording(self) -> Iterator[list[http_mod.Write]]:
+        """Every write this client sends meanwhile, in order."""
+        with self._lock, self.http.recording() as written:
+            yield written
+
+    def dry_run(self) -> 'ReportClient':
+        """A twin of this client that sends no write (http.DryRun): it
+        knows what this one knows of placement, reads what this one would
+        read, and its ``http.written`` lists each write this client would
+        send for the same calls. Nothing it pretends to write reaches this
+        client's knowledge or the ownership file."""
+        with self._lock:
+            twin = copy.copy(self)
+            twin.http = http_mod.DryRun(self.http)
+            twin.known = copy.deepcopy(self.known)
+            twin._ownership = None
+            twin._lock = threading.RLock()
+            return twin
 
     def new_request_id(self) -> str:
         """Start a new global request id (one per agent cycle)."""

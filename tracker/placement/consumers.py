@@ -36,7 +36,6 @@ class AllocationResult:
     conflicts: int = 0
     errors: list[PlacementError] = dataclasses.field(default_factory=list)
     requests: int = 0
-    writes: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (method, path)
 
 
 class AllocationSync:
@@ -111,8 +110,6 @@ class AllocationSync:
                     resp.status, resp.code))
                 self.result.kept.append((consumer, resp.detail))
                 return
-            self.result.writes.append(('PUT' if new else 'DELETE',
-                                       '/allocations/%s' % consumer))
             self.record(consumer, record, new, project_id, user_id, orphan)
             return
         self.result.errors.append(errors.ConsumerConflict(

@@ -3,7 +3,15 @@
 Everything the report client sends goes through ``Transport.request``. It
 is the one place that knows about keystoneauth1, HTTP status codes and
 placement's error document, and the one place that counts requests.
+
+It is also where the writes are seen, one by one: ``Transport.recording``
+lists those sent meanwhile, and ``DryRun`` sends none, answering each as
+placement answers a write it accepts, so that the code that writes runs to
+its end and its list is what it would have sent (the audit's --dry-run).
 """
+from collections.abc import Iterator
+import contextlib
+import copy
 import dataclasses
 import logging
 import random
@@ -75,6 +83,14 @@ class Response:
         return 200 <= self.status < 300
 
 
+@dataclasses.dataclass(frozen=True)
+class Write:
+    """One write as it left the client (or, in a dry run, would have)."""
+    method: str
+    path: str
+    body: Any = None
+
+
 def new_request_id() -> str:
     return 'req-%s' % uuid.uuid4()
 
@@ -93,6 +109,7 @@ class Transport:
         self.global_request_id = new_request_id()
         self.version: Version | None = None        # negotiated
         self.counters = Counters()
+        self.written: list[Write] | None = None     # while recording()
 
     # -- microversion --------------------------------------------------
 
@@ -122,9 +139,22 @@ class Transport:
 
     # -- requests ------------------------------------------------------
 
+    @contextlib.contextmanager
+    def recording(self) -> Iterator[list[Write]]:
+        """The writes sent meanwhile, in order, whatever placement answered."""
+        outer, self.written = self.written, []
+        try:
+            yield self.written
+        finally:
+            if outer is not None:
+                outer.extend(self.written)
+            self.written = outer
+
     def request(self, method: str, url: str, body: Any = None) -> Response:
         """Send one request at the negotiated microversion."""
         version = version_text(self.negotiate())
+        if method in WRITE_METHODS and self.written is not None:
+            self.written.append(Write(method, url, copy.deepcopy(body)))
         resp = self._send(method, url, body, version)
         if resp.code == errors.CONCURRENT_UPDATE:
             self.counters.conflicts += 1
@@ -162,6 +192,60 @@ class Transport:
                 time.sleep(delay)
         raise errors.PlacementUnreachable('placement unreachable after %d attempts: %s'
                                           % (self.attempts, failure))
+
+
+class DryRun(Transport):
+    """Reads from placement; writes nothing. Each write is recorded
+    (``written``) and answered as placement answers a write it accepts,
+    with the generation it would move, so the caller goes on as after a
+    real write. A write placement would refuse (a provider still in use,
+    an inventory still allocated, a generation that moved meanwhile) is
+    listed all the same: it is what would be sent. After a reshape the
+    writes that follow carry the generations placement had before it."""
+
+    def __init__(self, wire: Transport) -> None:
+        super().__init__(wire.adapter, attempts=wire.attempts,
+                         retry_delay=wire.retry_delay,
+                         max_retry_delay=wire.max_retry_delay)
+        self.want = wire.want
+        self.version = wire.version
+        self.global_request_id = wire.global_request_id
+        self.written = []
+
+    def _send(self, method: str, url: str, body: Any, version: str | None) -> Response:
+        if method not in WRITE_METHODS:
+            return super()._send(method, url, body, version)
+        self.counters.requests += 1
+        return accepted(method, url, body, self.version or MINIMUM)
+
+
+def accepted(method: str, url: str, body: Any, version: Version) -> Response:
+    """Placement's answer to a write it accepts, as far as the report
+    client reads it: status, and the body it takes generations from."""
+    parts = url.split('?')[0].strip('/').split('/')
+    data = body if isinstance(body, dict) else {}
+    if method == 'DELETE':
+        return Response(204, None)
+    if parts == ['resource_providers']:        # a new provider starts at 0
+        if version < FEATURES['provider_body_on_create']:
+            return Response(201, None)
+        return Response(200, {
+            'uuid': data.get('uuid'), 'name': data.get('name'), 'generation': 0,
+            'parent_provider_uuid': data.get('parent_provider_uuid')})
+    if parts[0] == 'resource_providers' and len(parts) == 2:
+        # a rename or a new parent leaves the generation where it was
+        return Response(200, {'uuid': parts[1], 'name': data.get('name'),
+                              'parent_provider_uuid': data.get('parent_provider_uuid')})
+    if parts[0] == 'resource_providers' and len(parts) == 3:
+        part = parts[2]       # inventories, traits, aggregates: one more generation
+        answer: dict[str, Any] = {part: body if isinstance(body, list) else data.get(part)}
+        generation = data.get('resource_provider_generation')
+        if isinstance(generation, int):
+            answer['resource_provider_generation'] = generation + 1
+        return Response(200, answer)
+    if parts[0] in ('resource_classes', 'traits') and len(parts) == 2:
+        return Response(201, None)
+    return Response(204, None)     # allocations, the reshaper
 
 
 def _response(raw: Any) -> Response:

@@ -77,6 +77,9 @@ class ProviderTree:
         with self._lock:
             return ProviderTree(self._ordered())
 
+    def __deepcopy__(self, memo: dict[int, object]) -> 'ProviderTree':
+        return self.snapshot()      # the lock is not copied: a new tree has its own
+
     # -- writing ----------------------------------------------------------
 
     def add(self, provider: Provider) -> None:

@@ -4,6 +4,7 @@ import json
 from tracker import audit
 from tracker.drivers.base import HostSnapshot
 from tracker.drivers.base import Instance
+from tracker.placement.http import Write
 from tracker.providers.provider import Provider
 from tracker.providers.provider import inventory
 
@@ -125,20 +126,26 @@ def test_allocation_shapes_are_equivalent():
                  'consumer_generation': 3}))
 
 
-def test_planned_writes_one_per_resource():
-    snapshot = host()
-    providers, allocations = placement_copy(snapshot)
-    providers[0].traits = set()
-    providers[0].inventories['VCPU']['total'] = 8
-    providers[0].inventories['MEMORY_MB']['total'] = 1024
-    allocations.pop(VM1)
-    allocations['dddddddd-dddd-4ddd-8ddd-dddddddddddd'] = {ROOT: {'VCPU': 1}}
-    writes = audit.planned_writes(audit.compute_drift(snapshot, providers, allocations))
-    assert [(w['method'], w['path']) for w in writes] == [
-        ('PUT', '/resource_providers/%s/inventories' % ROOT),
-        ('PUT', '/resource_providers/%s/traits' % ROOT),
-        ('PUT', '/allocations/%s' % VM1),
-        ('DELETE', '/allocations/dddddddd-dddd-4ddd-8ddd-dddddddddddd')]
+def test_writes_are_listed_by_what_they_write():
+    # what the writes are comes from the sync itself (the dry run records
+    # them: tests/functional/test_audit_dry_run.py); the list names them
+    written = [Write('PUT', '/traits/CUSTOM_TRACKER'),
+               Write('POST', '/resource_providers', {'uuid': GPU, 'name': 'compute1_gpu0'}),
+               Write('PUT', '/resource_providers/%s/inventories' % ROOT, {}),
+               Write('POST', '/reshaper', {}),
+               Write('DELETE', '/allocations/%s' % VM2)]
+    writes = audit.listed(written, {ROOT: 'compute1', GPU: 'compute1_gpu0'})
+    assert [(w['method'], w['subject'], w['name']) for w in writes] == [
+        ('PUT', 'CUSTOM_TRACKER', ''), ('POST', GPU, 'compute1_gpu0'),
+        ('PUT', ROOT, 'compute1'), ('POST', '', ''), ('DELETE', VM2, '')]
+    report = audit.AuditReport('compute1', [], writes=writes)
+    assert report.as_text().splitlines()[-5:] == [
+        '  PUT /traits/CUSTOM_TRACKER  (CUSTOM_TRACKER)',
+        '  POST /resource_providers  (compute1_gpu0)',
+        '  PUT /resource_providers/%s/inventories  (compute1)' % ROOT,
+        '  POST /reshaper',
+        '  DELETE /allocations/%s  (%s)' % (VM2, VM2)]
+    assert 'written' not in report.as_dict()
 
 
 def test_report_text_json_and_exit_codes():
@@ -163,15 +170,3 @@ def test_report_text_json_and_exit_codes():
     assert report.exit_code == audit.EXIT_IN_SYNC
     report.remaining = drift
     assert report.exit_code == audit.EXIT_DRIFT
-
-
-def test_planned_writes_of_a_missing_provider():
-    snapshot = host()
-    providers, allocations = placement_copy(snapshot)
-    providers = [p for p in providers if p.uuid != GPU]
-    allocations.pop(VM1)
-    writes = audit.planned_writes(audit.compute_drift(snapshot, providers, allocations))
-    assert [(w['method'], w['path']) for w in writes] == [
-        ('POST', '/resource_providers'),
-        ('PUT', '/resource_providers/%s/inventories' % GPU),
-        ('PUT', '/allocations/%s' % VM1)]
