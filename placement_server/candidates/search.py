@@ -76,12 +76,15 @@ def emptied_early(view: ResourceView, request: CandidateRequest) -> bool:
     classes, its aggregates (none known: no answer, whatever follows), its
     traits and its tree. An unknown name before that point is a 400; one
     after it is never looked at."""
-    _known_traits(view, request.root_required | request.root_forbidden)
+    _known_traits(view, request.root_required)
+    _known_traits(view, request.root_forbidden)
     for group in request.groups.values():
         _known_classes(view, group.resources)
         if any(not any(u in view.aggregate_ids for u in any_of) for any_of in group.member_of):
             return True
-        _known_traits(view, group.forbidden.union(*group.required))
+        for any_of in group.required:
+            _known_traits(view, any_of)
+        _known_traits(view, group.forbidden)
         if group.in_tree and group.in_tree not in view.by_uuid:
             return True
     return False

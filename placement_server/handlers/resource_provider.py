@@ -123,30 +123,45 @@ def _filters(req):
             util.normalize_uuid(params['in_tree']) if 'in_tree' in params else None)
 
 
+def _unknown_traits(names):
+    return errors.BadRequest('Invalid trait(s) in "required" parameter: No such '
+                             'trait(s): %s.' % ', '.join(names))
+
+
 def _matching(view, filters):
     """Ids of the providers the filters select, from the resource view.
     Unknown classes and traits are 400s; unknown aggregates or an unknown
     in_tree provider match nothing."""
     name, uuid, resources, required, forbidden, member_of, forbidden_aggs, in_tree = filters
-    unknown = sorted(set().union(forbidden, *required) - set(view.trait_ids))
-    if unknown:
-        raise errors.BadRequest('Invalid trait(s) in "required" parameter: No such '
-                                'trait(s): %s.' % ', '.join(unknown))
-    unknown = sorted(set(resources) - set(view.class_ids))
-    if unknown:
-        raise errors.BadRequest('Invalid resource class in resources parameter: No such '
-                                'resource class %s.' % ', '.join(unknown))
-    aggregates = [{view.aggregate_ids[u] for u in any_of if u in view.aggregate_ids}
-                  for any_of in member_of]
+    # Upstream's order: a filter that leaves nothing ends the search before
+    # a later unknown name is looked at.
     tree_root = None
     if in_tree is not None:
         tree_root = search.root_of_uuid(view, in_tree)
         if tree_root is None:
             return []
+    for any_of in required:
+        for trait in sorted(any_of):
+            if trait not in view.trait_ids:
+                raise _unknown_traits([trait])
+    required_ids = [frozenset(view.trait_ids[t] for t in any_of) for any_of in required]
+    if required_ids and not any(all(mine & any_of for any_of in required_ids)
+                                for mine in view.traits.values()):
+        return []
+    if set(forbidden) - set(view.trait_ids):
+        raise _unknown_traits(sorted(set(forbidden) - set(view.trait_ids)))
+    aggregates = [{view.aggregate_ids[u] for u in any_of if u in view.aggregate_ids}
+                  for any_of in member_of]
+    if any(not ids for ids in aggregates):
+        return []
+    for rc in resources:
+        if rc not in view.class_ids:
+            raise errors.BadRequest('Invalid resource class in resources parameter: No such '
+                                    'resource class %s.' % rc)
     group = search.GroupQuery(
         suffix='', granular=False,
         resources={view.class_ids[rc]: amount for rc, amount in resources.items()},
-        required=[frozenset(view.trait_ids[t] for t in any_of) for any_of in required],
+        required=required_ids,
         forbidden={view.trait_ids[t] for t in forbidden},
         member_of=aggregates,
         forbidden_aggs={view.aggregate_ids[u] for u in forbidden_aggs

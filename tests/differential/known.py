@@ -16,10 +16,6 @@ copy"), where ours stays right:
   (upstream accepts it), ``group_policy=isolate`` with the same class in
   several groups (upstream inflates the amounts), concurrent writers
   (upstream's KeyError 500s on candidates).
-
-Open candidates differences (tests/functional/test_candidates_differences.py,
-for the candidates owner) are tolerated here while they stay open, so
-that the seeds in CI pass; each is named when a run meets it.
 """
 import urllib.parse
 
@@ -38,18 +34,4 @@ def tolerated(engine, method, path, version, body, want, got):
                             if k.startswith('required') and any('!' in v for v in vs)]
         if route == '/allocation_candidates' and minor >= 34 and forbidden_groups:
             return 'upstream bug: PostgreSQL 500 on forbidden traits across groups at 1.34+'
-    if (route in ('/resource_providers', '/allocation_candidates') and want_status == 200
-            and got_status == 400 and _empty(want_body) and _unknown_name(got_body)):
-        return ('open (candidates owner): an earlier filter emptied the answer, '
-                'upstream never judges a later unknown trait or class')
     return None
-
-
-def _empty(body):
-    return body in ({'resource_providers': []},
-                    {'allocation_requests': [], 'provider_summaries': {}})
-
-
-def _unknown_name(body):
-    detail = ((body or {}).get('errors') or [{}])[0].get('detail') or ''
-    return 'No such trait' in detail or 'resource class' in detail.lower()

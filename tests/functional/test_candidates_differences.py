@@ -92,3 +92,12 @@ def test_an_emptied_result_is_not_judged_for_a_later_unknown_trait(api, upstream
         '/allocation_candidates?resources=VCPU:1&member_of=%s&required=CUSTOM_NOPE'
         % UNKNOWN_AGG, '1.23')
     assert (status, want) == (200, {'allocation_requests': [], 'provider_summaries': {}})
+
+
+def test_a_list_emptied_by_required_traits_never_judges_forbidden_ones(
+        api, upstream_placement):
+    setup(api, upstream_placement, provider(CN1, 'cn1', {'VCPU': 8}))
+    for query in ['uuid=%s&required=STORAGE_DISK_SSD,!CUSTOM_UNKNOWN' % CN1,
+                  'required=CUSTOM_UNKNOWN,STORAGE_DISK_SSD&resources=CUSTOM_NOPE:1',
+                  'member_of=%s&resources=CUSTOM_NOPE:1' % UNKNOWN_AGG]:
+        same_answer(api, upstream_placement, '/resource_providers?' + query, '1.26')
