@@ -2,7 +2,9 @@
 
 Every write here bumps the provider's generation exactly once through
 ``providers.increment_generation`` (compare-and-swap against the
-generation the caller read), in the caller's transaction. These are plain
+generation the caller read), in the caller's transaction, and notes the
+provider in the change sequence itself (``changes.note``: the resource
+view reads inventories; tests/unit/test_view_writes_noted.py). These are plain
 functions on a connection so that the reshaper can replace inventories
 and allocations together in one transaction.
 """
@@ -10,6 +12,7 @@ import sqlalchemy as sa
 
 from placement_server import errors
 from placement_server.db import api
+from placement_server.db import changes
 from placement_server.db import providers
 from placement_server.db import resource_classes
 from placement_server.db import tables
@@ -130,6 +133,7 @@ def write_all(conn, provider, inventories, current=None):
     gone = {rc: row['class_id'] for rc, row in current.items()
             if rc not in inventories}
     _check_not_in_use(conn, provider, gone)
+    changes.note(conn, [provider['id']])
     now = api.utcnow()
     if gone:
         conn.execute(INV.delete().where(
@@ -165,6 +169,7 @@ def replace_inventories(conn, provider, inventories, generation=None):
 def add_inventory(conn, provider, rc, inv):
     """Add one class (POST); 409 concurrent_update if it already has one."""
     class_id = resource_classes.ids_by_name(conn, [rc])[rc]
+    changes.note(conn, [provider['id']])
     try:
         with conn.begin_nested():
             conn.execute(INV.insert().values(
@@ -185,6 +190,7 @@ def update_inventory(conn, provider, rc, inv, generation):
     except errors.ResourceClassNotFound as e:
         # As upstream: the class in the path is a thing not found.
         raise errors.NotFound(e.message)
+    changes.note(conn, [provider['id']])
     result = conn.execute(
         INV.update().where(INV.c.resource_provider_id == provider['id'],
                            INV.c.resource_class_id == class_id)
@@ -208,5 +214,6 @@ def delete_inventory(conn, provider, rc):
             why = e.message
         raise errors.NotFound('No inventory of class %s found for delete: %s' % (rc, why))
     _check_not_in_use(conn, provider, {rc: row['resource_class_id']})
+    changes.note(conn, [provider['id']])
     conn.execute(INV.delete().where(INV.c.id == row['id']))
     return providers.increment_generation(conn, provider['id'], provider['generation'])
