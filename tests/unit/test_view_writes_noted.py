@@ -155,6 +155,35 @@ class Module:
         return None
 
 
+def derived(module, constants):
+    """``constants`` ({(name, table)}: module-level write statements) and
+    those built from them at module level (``_TAKE_R = _TAKE.returning()``)."""
+    constants = set(constants)
+    grown = True
+    while grown:
+        grown = False
+        for node in ast.walk(module.tree):
+            if not isinstance(node, ast.Name) or module.functions(node):
+                continue
+            name = module.module_level_name(node)
+            for source, table in list(constants):
+                if node.id == source and name and (name, table) not in constants:
+                    constants.add((name, table))
+                    grown = True
+    return constants
+
+
+def uses(modules, relpath, name):
+    """(module, node) where the module-level ``name`` of ``relpath`` is
+    read in a function (in its module, or elsewhere as ``module.name``)."""
+    for other_path, other in modules.items():
+        for node in ast.walk(other.tree):
+            here = (isinstance(node, ast.Name) and node.id == name and other_path == relpath
+                    and isinstance(node.ctx, ast.Load) and other.functions(node))
+            if here or (isinstance(node, ast.Attribute) and node.attr == name):
+                yield other, node
+
+
 def unnoted_writes():
     modules = {}
     for relpath, path in sources():
@@ -163,44 +192,22 @@ def unnoted_writes():
     found = []
     for relpath, module in modules.items():
         constants = set()
-        sites = []
         for node, table in module.writes():
             if table not in VIEW_TABLES and table != '?':
                 continue
-            if not module.functions(node):
-                name = module.module_level_name(node)
-                if name is None:
-                    found.append('%s:%d: a write to %s outside any function'
-                                 % (relpath, node.lineno, table))
-                else:
-                    constants.add((name, table))
+            if module.functions(node):
+                found.extend(_check(module, node, table))
                 continue
-            sites.append((node, table))
-        # a statement kept at module level writes where it is used, and so
-        # does one built from it at module level
-        grown = True
-        while grown:
-            grown = False
-            for node in ast.walk(module.tree):
-                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) \
-                        and not module.functions(node):
-                    for name, table in list(constants):
-                        derived = module.module_level_name(node)
-                        if node.id == name and derived and (derived, table) not in constants:
-                            constants.add((derived, table))
-                            grown = True
-        for name, table in constants:
-            for other_path, other in modules.items():
-                for node in ast.walk(other.tree):
-                    used = (isinstance(node, ast.Name) and node.id == name
-                            and other_path == relpath and isinstance(node.ctx, ast.Load)
-                            and other.functions(node)) or (
-                        isinstance(node, ast.Attribute) and node.attr == name)
-                    if used:
-                        sites.append((node, table)) if other is module else \
-                            found.extend(_check(other, node, table))
-        for node, table in sites:
-            found.extend(_check(module, node, table))
+            name = module.module_level_name(node)
+            if name is None:
+                found.append('%s:%d: a write to %s outside any function'
+                             % (relpath, node.lineno, table))
+            else:
+                constants.add((name, table))
+        # a statement kept at module level writes where it is used
+        for name, table in derived(module, constants):
+            for other, node in uses(modules, relpath, name):
+                found.extend(_check(other, node, table))
     return sorted(set(found))
 
 
