@@ -46,3 +46,20 @@ def caching_headers(headers):
     location = headers.get('Location')
     return (urllib.parse.urlparse(location).path if location else None,
             'Last-Modified' in headers, headers.get('Cache-Control'))
+
+
+def agree(api, base, script):
+    """Each (method, path, version, body) sent to both servers (the
+    reshaper as a service); after checking upstream answered the same,
+    ours's answers as (status, body), error request ids removed."""
+    answers = []
+    for method, path, version, body in script:
+        headers = {'X-Roles': 'admin,service'} if path == '/reshaper' else None
+        status, _, got = ours(api, method, path, version, body, headers)
+        want_status, _, want = upstream(base, method, path, version, body, headers)
+        for doc in (got, want):
+            for error in (doc or {}).get('errors', ()):
+                error.pop('request_id')
+        assert (status, got) == (want_status, want), (method, path, version, body)
+        answers.append((status, got))
+    return answers

@@ -17,6 +17,7 @@ client removes only those it wrote itself and the host no longer reports;
 anything another writer added stays. What it wrote is kept in a state file
 across restarts (tracker.placement.ownership).
 """
+from collections.abc import Callable
 from collections.abc import Iterator
 import contextlib
 import copy
@@ -230,27 +231,27 @@ class ReportClient:
     def sync_allocations(self, root_uuid: str, instances: list[Instance], *,
                          authoritative: bool = True) -> AllocationResult:
         """Make the tree's allocations those of ``instances``."""
-        with self._lock:
-            before = self.http.counters.snapshot()
-            if self.known.consumers_stale(root_uuid):
-                self.get_allocations_for_tree(root_uuid)
-            result = AllocationResult()
-            consumers_mod.AllocationSync(self.http, self.known, root_uuid, result,
-                                         self.conflict_retries).run(instances, authoritative)
-            result.requests = self.http.counters.requests - before.requests
-            return result
+        return self._allocation_sync(
+            root_uuid, lambda sync: sync.run(instances, authoritative))
 
     def repair_allocations(self, root_uuid: str, repairs: list[consumers_mod.Repair],
                            protected: set[str]) -> AllocationResult:
         """Write only the named consumers, by the allocation sync's own rule
         (what --fix and a repairing daemon do beside nova-compute)."""
+        return self._allocation_sync(root_uuid, lambda sync: sync.repair(repairs, protected))
+
+    def _allocation_sync(self, root_uuid: str,
+                         act: Callable[[consumers_mod.AllocationSync], object]
+                         ) -> AllocationResult:
+        """``act`` on the tree's allocations, with what placement holds of
+        them read first if stale; the result counts the requests sent."""
         with self._lock:
             before = self.http.counters.snapshot()
             if self.known.consumers_stale(root_uuid):
                 self.get_allocations_for_tree(root_uuid)
             result = AllocationResult()
-            consumers_mod.AllocationSync(self.http, self.known, root_uuid, result,
-                                         self.conflict_retries).repair(repairs, protected)
+            act(consumers_mod.AllocationSync(self.http, self.known, root_uuid, result,
+                                             self.conflict_retries))
             result.requests = self.http.counters.requests - before.requests
             return result
 
