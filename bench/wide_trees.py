@@ -281,11 +281,20 @@ def get(client, path):
     return time.perf_counter() - start, resp
 
 
-def timed(clients, path, runs, budget=30.0):
+def cold_path(path, n):
+    """``path`` asking DISK_GB:20+n at the root: the same work and counts
+    (the roots hold far more), but another request to ours, which keeps a
+    request's per-tree searches for the next identical one (--cold)."""
+    return path.replace('DISK_GB:20,', 'DISK_GB:%d,' % (20 + n), 1) if n else path
+
+
+def timed(clients, path, runs, budget=30.0, cold=False):
     """The query on each server: a first call (ours may load its view),
     then up to ``runs`` calls alternating the servers (fewer once a server
     has spent ``budget`` seconds). {name: (result, body of the last call)};
-    a server that gave no answer within TIMEOUT gets ``no_answer_s``."""
+    a server that gave no answer within TIMEOUT gets ``no_answer_s``.
+    ``cold``: every call of a server asks a different DISK_GB amount
+    (``cold_path``), so no call reuses what an earlier one kept."""
     out, results = {}, {}
     for name, client in clients.items():
         t, resp = get(client, path)
@@ -299,7 +308,7 @@ def timed(clients, path, runs, budget=30.0):
             r = out[name]
             if sum(r['samples']) + r['first_s'] > budget:
                 continue
-            t, resp = get(clients[name], path)
+            t, resp = get(clients[name], cold_path(path, len(r['samples']) + 1) if cold else path)
             if resp is None:
                 r['timeouts'] = r.get('timeouts', 0) + 1
                 r['first_s'] += budget  # no more calls
@@ -393,7 +402,7 @@ HOPELESS = ('VF', 8, 'isolate')
 FLEET_QUERIES.sort(key=lambda q: (q[0], q[2], q[3]) == HOPELESS)
 
 
-def run_fleet(engine, workers, servers, runs, computes=1000, kinds=None):
+def run_fleet(engine, workers, servers, runs, computes=1000, kinds=None, cold=False):
     forest = trees(computes, FLEET_ROOT, [('PF', 8, VF, 8), ('GPU', 4, GPU, 1)])
     roots = {rp_uuid(n) for n, _, _ in forest}
     capacity = {}
@@ -418,7 +427,7 @@ def run_fleet(engine, workers, servers, runs, computes=1000, kinds=None):
                 path = case_query(groups, 1000, rc, policy)
                 if scope == 'one compute':
                     path += '&in_tree=%s' % one
-                got = timed(clients, path, runs)
+                got = timed(clients, path, runs, cold=cold)
                 row = {'kind': kind, 'groups': groups, 'policy': policy, 'scope': scope,
                        'query': path, 'results': {}}
                 sets = {}
@@ -498,6 +507,10 @@ def main(argv=None):
     parser.add_argument('--timeout', type=float, default=TIMEOUT,
                         help='seconds the client waits for one answer (%(default)s); '
                              'past it: "no answer in N s", that query not asked again')
+    parser.add_argument('--cold', action='store_true',
+                        help='fleet: each timed call asks a different DISK_GB amount, so '
+                             'ours cannot answer from the searches it kept for the same '
+                             'request (the median is a fresh search every time)')
     parser.add_argument('--results', default=os.path.join(harness.TOP, 'bench', 'results'),
                         help='directory for the JSON results')
     args = parser.parse_args(argv)
@@ -506,8 +519,9 @@ def main(argv=None):
     rev = commit()
     for engine in args.engine or ['sqlite']:
         for part in args.part or ['cases']:
-            print('\n### %s, %s, %s, %d workers, %s\n' % (part, engine, '+'.join(servers),
-                                                          args.workers, rev), flush=True)
+            print('\n### %s%s, %s, %s, %d workers, %s\n' % (
+                part, ' (cold)' if args.cold else '', engine, '+'.join(servers), args.workers,
+                rev), flush=True)
             if part == 'cases':
                 print('| case | expected candidates / computes | ours | upstream | '
                       'upstream / ours |\n|---|---|---|---|---|', flush=True)
@@ -516,14 +530,15 @@ def main(argv=None):
                 print('| query | scope | ours | upstream | upstream / ours | sets |\n'
                       '|---|---|---|---|---|---|', flush=True)
                 data = run_fleet(engine, args.workers, servers, args.runs,
-                                 args.computes or 1000, args.kind)
+                                 args.computes or 1000, args.kind, args.cold)
                 print({k: v for k, v in data.items() if k != 'rows'})
             else:
                 data = run_worst(engine, args.workers, args.runs, args.computes or 2000,
                                  args.time_limit)
                 print(data)
             harness.save(os.path.join(args.results, 'wide_trees-%s-%s-%s%s.json'
-                                      % (part, engine, '+'.join(servers),
+                                      % (part + ('-cold' if args.cold else ''), engine,
+                                         '+'.join(servers),
                                          '-' + rev.replace('+', '-'))),
                          {'commit': rev, 'engine': engine, 'workers': args.workers,
                           'runs': args.runs, 'servers': servers, 'data': data})
