@@ -101,18 +101,38 @@ def explain(conn: sa.Connection, query: str, version: str = '1.39') -> Explanati
                                {u for g in request.groups.values()
                                 for s in g.member_of + [g.forbidden_aggs] for u in s})
         anchors = search.sharing_anchors(view, view.sharing)
-        verdicts = []
+        found: list[tuple[int, Found | None]] = []
         for root in sorted(view.members):
-            uuid, name = view.rows[root].uuid, view.details[root][0]
             if root in fitting:
-                verdicts.append(Verdict(uuid, name, 'fits', 'anchors a candidate'))
+                found.append((root, ('fits', 'anchors a candidate', {})))
                 continue
             pool = set(view.members[root]) | {s for s, roots in anchors.items() if root in roots}
-            verdict = _ruled_out(view, request, names, root, pool)
-            if verdict is None:
-                verdict = _combined(conn, request, root)
-            verdicts.append(Verdict(uuid, name, *verdict[:2], **verdict[2]))
+            found.append((root, _ruled_out(view, request, names, root, pool)))
+        named = {root: (view.rows[root].uuid, view.details[root][0]) for root, _ in found}
+    # The request-wide rules ask candidates.find again, which takes the
+    # view's lock itself: only after it is released.
+    loose = _Loose(conn, request)
+    verdicts = []
+    for root, verdict in found:
+        if verdict is None:
+            verdict = _combined(loose, request, root)
+        verdicts.append(Verdict(*named[root], *verdict[:2], **verdict[2]))
     return Explanation(query, version, verdicts)
+
+
+class _Loose:
+    """The roots the request would fit without one request-wide rule,
+    asked of candidates.find once each."""
+
+    def __init__(self, conn: sa.Connection, request: request_mod.CandidateRequest) -> None:
+        self.conn, self.request = conn, request
+        self._fits: dict[str, set[int]] = {}
+
+    def fits(self, root: int, **without: Any) -> bool:
+        key = ','.join(sorted(without))
+        if key not in self._fits:
+            self._fits[key] = _fitting(self.conn, dataclasses.replace(self.request, **without))
+        return root in self._fits[key]
 
 
 def _fitting(conn: sa.Connection, request: request_mod.CandidateRequest) -> set[int]:
@@ -190,14 +210,10 @@ def _ruled_out(view: view_mod.ResourceView, request: request_mod.CandidateReques
     return None
 
 
-def _combined(conn: sa.Connection, request: request_mod.CandidateRequest, root: int) -> Found:
+def _combined(loose: _Loose, request: request_mod.CandidateRequest, root: int) -> Found:
     """A root every group could use alone: which request-wide rule kept it out."""
-    if request.group_policy == 'isolate':
-        loose = dataclasses.replace(request, group_policy='none')
-        if root in _fitting(conn, loose):
-            return 'isolate', 'the groups fit only on shared providers (group_policy=isolate)', {}
-    if request.same_subtrees:
-        loose = dataclasses.replace(request, same_subtrees=[])
-        if root in _fitting(conn, loose):
-            return 'same_subtree', 'the groups fit only outside one subtree (same_subtree)', {}
+    if request.group_policy == 'isolate' and loose.fits(root, group_policy='none'):
+        return 'isolate', 'the groups fit only on shared providers (group_policy=isolate)', {}
+    if request.same_subtrees and loose.fits(root, same_subtrees=[]):
+        return 'same_subtree', 'the groups fit only outside one subtree (same_subtree)', {}
     return 'combined', 'the groups together exceed what a provider has', {}

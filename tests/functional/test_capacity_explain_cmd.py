@@ -1,5 +1,6 @@
 """placement-manage candidates explain, on a typical "No valid host"."""
 import json
+import threading
 
 from placement_server import cmd
 from placement_server.cmd import manage
@@ -32,3 +33,20 @@ def test_a_query_placement_refuses_is_one_line(api, database, capsys):
     assert err.strip().splitlines() == [
         'candidates explain: Invalid resource class in resources parameter: '
         'No such resource class NO_SUCH_CLASS.']
+
+
+def test_a_request_wide_rule_is_named(api, database, capsys):
+    """Two isolated groups on a one-provider tree: each fits alone, only
+    group_policy=isolate keeps them out (the explanation asks the search
+    again without it; a lock taken twice once hung here)."""
+    make_provider(api, 'cn1', {'VCPU': {'total': 4}})
+    url = database.engine.url.render_as_string(hide_password=False)
+    argv = ['--database-connection', url, 'candidates', 'explain', '--json', '--roots',
+            'resources1=VCPU:1&resources2=VCPU:1&group_policy=isolate']
+    done = []
+    worker = threading.Thread(target=lambda: done.append(manage._main(argv)), daemon=True)
+    worker.start()
+    worker.join(60)
+    assert done == [0], 'explain did not answer'
+    body = json.loads(capsys.readouterr().out)
+    assert [(r['name'], r['stage']) for r in body['roots']] == [('cn1', 'isolate')]
