@@ -159,22 +159,24 @@ def test_healthcheck_needs_no_token(placement_servers, tmp_path):
     assert requests.get(server.url + '/resource_providers', timeout=10).status_code == 401
 
 
-@pytest.mark.parametrize('args, message', [
-    (['--port', '0'], '--port must be 1-65535'),
-    (['--workers', 'many'], "argument --workers: invalid int value: 'many'"),
-    (['--auth-strategy', 'magic'], 'argument --auth-strategy: invalid choice'),
+@pytest.mark.parametrize('args, message, code', [
+    (['--port', '0'], '--port must be 1-65535', 1),
+    # usage errors: argparse's exit status, as every placement-* command
+    (['--workers', 'many'], "argument --workers: invalid int value: 'many'", 2),
+    (['--auth-strategy', 'magic'], 'argument --auth-strategy: invalid choice', 2),
     (['--auth-strategy', 'noauth2', '--database-connection', 'nosuchdb://x'],
-     'cannot use database'),
+     'cannot use database', 1),
     (['--auth-strategy', 'noauth2',
       '--database-connection', 'postgresql+psycopg2://nobody@127.0.0.1:1/x'],
-     'cannot use database postgresql+psycopg2://nobody@127.0.0.1:1/x'),
-    (['--config-file', '/nonexistent/placement.conf'], 'cannot read config file'),
+     'cannot use database postgresql+psycopg2://nobody@127.0.0.1:1/x', 1),
+    (['--config-file', '/nonexistent/placement.conf'],
+     '--config-file /nonexistent/placement.conf: no such file', 1),
     (['--auth-strategy', 'keystone'],
-     'auth strategy keystone needs [keystone_authtoken] www_authenticate_uri and auth_type'),
+     'auth strategy keystone needs [keystone_authtoken] www_authenticate_uri and auth_type', 1),
 ])
-def test_bad_arguments_are_one_line_and_exit_1(tmp_path, args, message):
+def test_bad_arguments_are_one_line_and_exit_non_zero(tmp_path, args, message, code):
     result = _run([servers.PLACEMENT_SERVER] + args, tmp_path)
-    assert result.returncode == 1
+    assert result.returncode == code
     assert message in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert 'Traceback' not in result.stdout + result.stderr
