@@ -248,6 +248,18 @@ def _tree_providers(tree):
     return list(tree)
 
 
+def write_or_record(client, dry_run, act):
+    """``act(target)`` on the client, its writes sent and recorded, or for
+    a dry run on a twin of it whose writes are recorded, not sent
+    (ReportClient.dry_run): (what ``act`` returned, the writes)."""
+    if dry_run:
+        twin = client.dry_run()
+        return act(twin), twin.http.written
+    with client.recording() as written:
+        result = act(client)
+    return result, written
+
+
 def audit(snapshot, client, fix=False, dry_run=False, authoritative=True):
     """Compare the host with placement; repair when ``fix``.
 
@@ -258,14 +270,10 @@ def audit(snapshot, client, fix=False, dry_run=False, authoritative=True):
     report = AuditReport(snapshot.hostname, drift, foreign)
     if not drift or not (fix or dry_run):
         return report
-    if dry_run:
-        twin = client.dry_run()
-        repair(snapshot, twin, authoritative)
-        report.written = twin.http.written
-    else:
-        with client.recording() as written:
-            report.errors = [str(e) for e in repair(snapshot, client, authoritative)]
-        report.written = written
+    errors, report.written = write_or_record(
+        client, dry_run, lambda target: repair(snapshot, target, authoritative))
+    if not dry_run:
+        report.errors = [str(e) for e in errors]
         report.fixed = True
         report.remaining, report.foreign = _drift(snapshot, client, authoritative)
     names = {p.uuid: p.name for p in snapshot.providers}

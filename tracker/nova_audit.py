@@ -81,14 +81,9 @@ def audit(snapshot, client, conf, ages, compute_node, fix=False, dry_run=False):
                                    held=found.held)
     if not found.drift or not (fix or dry_run):
         return report
-    if dry_run:
-        twin = client.dry_run()
-        repair(twin, compute_node, found)
-        report.written = twin.http.written
-    else:
-        with client.recording() as written:
-            result = repair(client, compute_node, found)
-        report.written = written
+    result, report.written = audit_mod.write_or_record(
+        client, dry_run, lambda target: repair(target, compute_node, found))
+    if not dry_run:
         report.fixed = True
         report.errors = [str(e) for e in result.errors]
         client.forget_allocations()
