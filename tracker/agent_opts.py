@@ -6,7 +6,7 @@ from oslo_config import cfg
 
 GROUP = 'tracker'
 
-tracker_opts = [
+tracker_opts: list[cfg.Opt] = [
     cfg.StrOpt('driver', choices=['libvirt', 'host', 'fake'],
                help='Discovery driver. Default: libvirt when nova\'s '
                     '[DEFAULT] compute_driver is libvirt.LibvirtDriver, '
@@ -82,18 +82,19 @@ tracker_opts = [
 ]
 
 
-def host(conf):
+def host(conf: cfg.ConfigOpts) -> str:
     """This agent's name: the RPC server and the notification publisher.
 
     The same as the compute node's: nova's [DEFAULT] host.
     """
-    return conf.host
+    name: str = conf.host
+    return name
 
 
-def register_opts(conf):
+def register_opts(conf: cfg.ConfigOpts) -> None:
     for group, opts in list_opts():
         conf.register_opts(opts, group=group)
 
 
-def list_opts():
+def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
     return [(GROUP, list(tracker_opts))]

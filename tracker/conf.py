@@ -13,7 +13,7 @@ from oslo_config import cfg
 CONF = cfg.CONF
 
 
-def list_opts():
+def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
     """[(group, [opts])] for every option the tracker reads."""
     from tracker import agent_opts
     from tracker import nova_opts
@@ -23,13 +23,14 @@ def list_opts():
             + placement_options.list_opts() + driver_options.list_opts())
 
 
-def register_opts(conf=CONF):
+def register_opts(conf: cfg.ConfigOpts = CONF) -> cfg.ConfigOpts:
     for group, opts in list_opts():
         conf.register_opts(opts, group=None if group == 'DEFAULT' else group)
     return conf
 
 
-def load(argv=None, conf=None, config_files=None):
+def load(argv: list[str] | None = None, conf: cfg.ConfigOpts | None = None,
+         config_files: list[str] | None = None) -> cfg.ConfigOpts:
     """A ConfigOpts with every option registered and the command line parsed."""
     conf = conf if conf is not None else cfg.ConfigOpts()
     register_opts(conf)
@@ -38,7 +39,7 @@ def load(argv=None, conf=None, config_files=None):
     return conf
 
 
-def searched_files(project='tracker'):
+def searched_files(project: str = 'tracker') -> list[str]:
     """Where oslo.config looks for ``<project>.conf`` when no --config-file
     is given (its documented order)."""
     name = project + '.conf'
@@ -47,7 +48,7 @@ def searched_files(project='tracker'):
             os.path.join('/etc', project, name), os.path.join('/etc', name)]
 
 
-def sources(conf):
+def sources(conf: cfg.ConfigOpts) -> str:
     """Where ``conf`` came from, for error messages: the files read, or
     where they were looked for."""
     files = list(conf.config_file or []) + list(getattr(conf, 'config_dir', None) and

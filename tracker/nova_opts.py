@@ -13,6 +13,7 @@ Two things nova reads that are not plain options:
   the files are parsed (as nova does).
 - the allocation ratios: see ``allocation_ratio``.
 """
+from collections.abc import Iterable
 import socket
 
 from oslo_config import cfg
@@ -20,12 +21,12 @@ from oslo_config import cfg
 from tracker.drivers.errors import DiscoveryError
 
 
-def formerly(group, name):
+def formerly(group: str, name: str) -> list[cfg.DeprecatedOpt]:
     """The place an option had before (still read, with a warning)."""
     return [cfg.DeprecatedOpt(name, group=group)]
 
 
-default_opts = [
+default_opts: list[cfg.Opt] = [
     cfg.StrOpt('host', default=socket.gethostname(),
                sample_default='<current_hostname>',
                deprecated_opts=formerly('compute', 'host'),
@@ -74,7 +75,7 @@ default_opts = [
 RATIOS = {'VCPU': 'cpu', 'MEMORY_MB': 'ram', 'DISK_GB': 'disk'}
 _INITIAL = {'cpu': 4.0, 'ram': 1.0, 'disk': 1.0}
 
-ratio_opts = []
+ratio_opts: list[cfg.Opt] = []
 for _kind, _rc in (('cpu', 'VCPU'), ('ram', 'MEMORY_MB'), ('disk', 'DISK_GB')):
     ratio_opts += [
         cfg.FloatOpt('%s_allocation_ratio' % _kind, min=0.0,
@@ -89,7 +90,7 @@ for _kind, _rc in (('cpu', 'VCPU'), ('ram', 'MEMORY_MB'), ('disk', 'DISK_GB')):
                           '%s_allocation_ratio is unset.' % (_rc, _kind)),
     ]
 
-compute_opts = [
+compute_opts: list[cfg.Opt] = [
     cfg.StrOpt('cpu_shared_set',
                help='Host CPUs that give VCPU (e.g. "4-12,^8,15"). Unset: '
                     'every online CPU, or none when cpu_dedicated_set is '
@@ -105,7 +106,7 @@ compute_opts = [
                     'driver discovers.'),
 ]
 
-libvirt_opts = [
+libvirt_opts: list[cfg.Opt] = [
     cfg.StrOpt('connection_uri', default='',
                help='libvirt connection URI. Empty: qemu:///system.'),
     cfg.StrOpt('images_type', default='default',
@@ -118,7 +119,7 @@ libvirt_opts = [
                     'rbd.'),
 ]
 
-pci_opts = [
+pci_opts: list[cfg.Opt] = [
     cfg.MultiStrOpt('device_spec', default=[],
                     deprecated_name='passthrough_whitelist',
                     help='A JSON object (or list of objects) selecting PCI '
@@ -132,7 +133,7 @@ pci_opts = [
                      'the instances using them.'),
 ]
 
-devices_opts = [
+devices_opts: list[cfg.Opt] = [
     cfg.ListOpt('enabled_mdev_types', default=[],
                 deprecated_name='enabled_vgpu_types',
                 help='Mediated device types to offer. With more than one, '
@@ -141,7 +142,7 @@ devices_opts = [
                      'otherwise only the first type is used.'),
 ]
 
-GROUPS = [
+GROUPS: list[tuple[str, list[cfg.Opt]]] = [
     ('DEFAULT', default_opts + ratio_opts),
     ('compute', compute_opts),
     ('libvirt', libvirt_opts),
@@ -150,11 +151,11 @@ GROUPS = [
 ]
 
 
-def list_opts():
+def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
     return [(group, list(opts)) for group, opts in GROUPS]
 
 
-def register(conf):
+def register(conf: cfg.ConfigOpts) -> cfg.ConfigOpts:
     """Register nova's options on ``conf`` (idempotent)."""
     for group, opts in GROUPS:
         conf.register_opts(opts, group=None if group == 'DEFAULT' else group)
@@ -163,7 +164,7 @@ def register(conf):
 
 # -- [mdev_<type>] -----------------------------------------------------------
 
-def _mdev_opts(mdev_type):
+def _mdev_opts(mdev_type: str) -> list[cfg.Opt]:
     return [
         cfg.ListOpt('device_addresses', default=[],
                     deprecated_group='vgpu_%s' % mdev_type,
@@ -174,20 +175,22 @@ def _mdev_opts(mdev_type):
     ]
 
 
-def register_dynamic_opts(conf):
+def register_dynamic_opts(conf: cfg.ConfigOpts) -> None:
     """Register the [mdev_<type>] group of each enabled mdev type (after
     the files are parsed: the types come from them)."""
     for mdev_type in conf.devices.enabled_mdev_types:
         conf.register_opts(_mdev_opts(mdev_type), group='mdev_%s' % mdev_type)
 
 
-def mdev_types(conf):
+def mdev_types(conf: cfg.ConfigOpts) -> tuple[dict[str, tuple[str, str]], tuple[str, str] | None]:
     """{device address: (type, resource class)} and the (type, class)
     every other device offers (None when each type names its devices),
     from [devices] enabled_mdev_types and its [mdev_<type>] groups."""
     register_dynamic_opts(conf)
     enabled = list(conf.devices.enabled_mdev_types)
-    by_address, classes, named = {}, {}, True
+    by_address: dict[str, tuple[str, str]] = {}
+    classes: dict[str, str] = {}
+    named = True
     for mdev_type in enabled:
         group = 'mdev_%s' % mdev_type
         classes[mdev_type] = conf[group].mdev_class
@@ -209,17 +212,18 @@ def mdev_types(conf):
 
 # -- CPU sets and ratios -------------------------------------------------------
 
-def parse_cpu_set(text, option):
+def parse_cpu_set(text: str, option: str) -> set[int]:
     """'4-12,^8,15' -> {4, 5, 6, 7, 9, 10, 11, 12, 15} (nova's syntax)."""
-    wanted, excluded = set(), set()
+    wanted: set[int] = set()
+    excluded: set[int] = set()
     for part in text.split(','):
         part = part.strip()
         if not part:
             continue
         target = excluded if part.startswith('^') else wanted
-        first, _, last = part.lstrip('^').partition('-')
+        low, _, high = part.lstrip('^').partition('-')
         try:
-            first, last = int(first), int(last or first)
+            first, last = int(low), int(high or low)
         except ValueError:
             raise DiscoveryError('%s: %r is not a CPU number or range'
                                  % (option, part)) from None
@@ -235,7 +239,7 @@ def parse_cpu_set(text, option):
 class CpuSets:
     """Which online CPUs give VCPU and which give PCPU, nova's way."""
 
-    def __init__(self, conf, online):
+    def __init__(self, conf: cfg.ConfigOpts, online: Iterable[int]) -> None:
         online = set(online)
         pin = conf.vcpu_pin_set
         shared = conf.compute.cpu_shared_set
@@ -270,7 +274,7 @@ class CpuSets:
                    ','.join(map(str, sorted(online)))))
 
 
-def allocation_ratio(conf, rc):
+def allocation_ratio(conf: cfg.ConfigOpts, rc: str) -> tuple[float, bool]:
     """(ratio to write for a new inventory, whether placement's wins).
 
     nova's rule: a configured ratio (not 0.0) is written; without one, the
@@ -278,21 +282,24 @@ def allocation_ratio(conf, rc):
     initial ratio.
     """
     kind = RATIOS[rc]
-    configured = conf['%s_allocation_ratio' % kind]
+    configured: float | None = conf['%s_allocation_ratio' % kind]
     if configured:
         return configured, False
-    return conf['initial_%s_allocation_ratio' % kind], True
+    initial: float = conf['initial_%s_allocation_ratio' % kind]
+    return initial, True
 
 
-def driver_name(conf):
+def driver_name(conf: cfg.ConfigOpts) -> str:
     """The agent's discovery driver: [tracker] driver, else the one nova's
     compute_driver implies (libvirt), else the bare host."""
-    if conf.tracker.driver:
-        return conf.tracker.driver
+    named: str | None = conf.tracker.driver
+    if named:
+        return named
     if (conf.compute_driver or '').split('.')[0] == 'libvirt':
         return 'libvirt'
     return 'host'
 
 
-def connection_uri(conf):
-    return conf.libvirt.connection_uri or 'qemu:///system'
+def connection_uri(conf: cfg.ConfigOpts) -> str:
+    uri: str = conf.libvirt.connection_uri or 'qemu:///system'
+    return uri

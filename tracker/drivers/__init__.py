@@ -17,28 +17,34 @@ A new kind of device passes through four rooms, in this order (HACKING.md,
 
 The fake driver describes providers directly: it needs nothing.
 """
+from collections.abc import Callable
+
+from oslo_config import cfg
+
+from tracker.drivers.base import Driver
 from tracker.drivers.errors import DiscoveryError
 
 
-def _host(conf):
+def _host(conf: cfg.ConfigOpts) -> Driver:
     from tracker.drivers.host import HostDriver
     return HostDriver(conf)
 
 
-def _libvirt(conf):
+def _libvirt(conf: cfg.ConfigOpts) -> Driver:
     from tracker.drivers.libvirt import LibvirtDriver
     return LibvirtDriver(conf)
 
 
-def _fake(conf):
+def _fake(conf: cfg.ConfigOpts) -> Driver:
     from tracker.drivers.fake import FakeDriver
     return FakeDriver(conf)
 
 
-DRIVERS = {'host': _host, 'libvirt': _libvirt, 'fake': _fake}
+DRIVERS: dict[str, Callable[[cfg.ConfigOpts], Driver]] = {
+    'host': _host, 'libvirt': _libvirt, 'fake': _fake}
 
 
-def load_driver(conf, name=None):
+def load_driver(conf: cfg.ConfigOpts, name: str | None = None) -> Driver:
     """The driver named by ``name``, [tracker] driver or nova's
     compute_driver, configured by ``conf`` (driver options are registered
     on it if they are not yet)."""

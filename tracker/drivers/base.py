@@ -7,8 +7,9 @@ never speak HTTP.
 """
 import abc
 import dataclasses
+from typing import ClassVar
 
-from tracker.providers.provider import Provider  # noqa: F401 (re-exported)
+from tracker.providers.provider import Provider
 
 
 @dataclasses.dataclass
@@ -21,7 +22,7 @@ class Instance:
     name: str = ''
     project_id: str | None = None
     user_id: str | None = None
-    allocations: dict = dataclasses.field(default_factory=dict)
+    allocations: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -33,14 +34,14 @@ class HostSnapshot:
     instances running on the host.
     """
     hostname: str
-    providers: list = dataclasses.field(default_factory=list)
-    instances: list = dataclasses.field(default_factory=list)
+    providers: list[Provider] = dataclasses.field(default_factory=list)
+    instances: list[Instance] = dataclasses.field(default_factory=list)
 
     @property
-    def root(self):
+    def root(self) -> Provider:
         return self.providers[0]
 
-    def provider(self, uuid):
+    def provider(self, uuid: str) -> Provider:
         return next(p for p in self.providers if p.uuid == uuid)
 
 
@@ -48,17 +49,17 @@ class Driver(abc.ABC):
     """A discovery source."""
 
     #: the name used in configuration ([tracker] driver = ...)
-    name = None
+    name: ClassVar[str | None] = None
 
     @abc.abstractmethod
-    def discover(self):
+    def discover(self) -> HostSnapshot:
         """Return a ``HostSnapshot`` of the host as it is now."""
 
-    def configured_host(self):
+    def configured_host(self) -> str | None:
         """The host name the driver is configured to report under, when it
         has one of its own (the fake driver's file); None: the agent's
         ([compute] host, else the machine's name)."""
         return None
 
-    def close(self):
+    def close(self) -> None:
         """Release connections; the default holds none."""

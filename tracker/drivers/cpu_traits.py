@@ -4,6 +4,7 @@ Most flags map by name (avx2 -> HW_CPU_X86_AVX2, sse4_1 / sse4.1 ->
 HW_CPU_X86_SSE41); the table below holds the ones whose kernel or libvirt
 name differs from the trait's. Flags with no trait are ignored.
 """
+from collections.abc import Iterable
 import re
 
 import os_traits
@@ -34,15 +35,15 @@ _X86_ALIASES = {
 _KNOWN = frozenset(os_traits.get_traits('HW_CPU_'))
 
 
-def _squash(flag):
+def _squash(flag: str) -> str:
     return re.sub(r'[^A-Z0-9]', '', flag.upper())
 
 
-def traits_for_flags(flags, arch='x86_64'):
+def traits_for_flags(flags: Iterable[str], arch: str = 'x86_64') -> set[str]:
     """The set of HW_CPU_* traits for an iterable of CPU flag names."""
     prefix = 'HW_CPU_AARCH64_' if arch.startswith(('aarch64', 'arm')) \
         else 'HW_CPU_X86_'
-    traits = set()
+    traits: set[str] = set()
     for flag in flags:
         name = _squash(flag)
         if prefix == 'HW_CPU_X86_':

@@ -11,10 +11,11 @@ import struct
 QCOW2_MAGIC = b'QFI\xfb'
 
 
-def virtual_size(path):
+def virtual_size(path: str) -> int:
     """Bytes the guest sees in the image at ``path`` (raises OSError)."""
     with open(path, 'rb') as image:
         header = image.read(32)
         if len(header) == 32 and header[:4] == QCOW2_MAGIC:
-            return struct.unpack('>Q', header[24:32])[0]
+            size: int = struct.unpack('>Q', header[24:32])[0]
+            return size
         return image.seek(0, os.SEEK_END)     # raw file or block device

@@ -29,13 +29,17 @@ sharing provider, one unit per passthrough device from that device's
 provider and one mdev class unit per mdev from its GPU's. Devices the tree
 does not report are not claimed.
 """
+from collections.abc import Iterable
 import logging
+
+from oslo_config import cfg
 
 from tracker import nova_opts
 from tracker.drivers import base
 from tracker.drivers import cpu_traits
 from tracker.drivers import facts as facts_mod
 from tracker.drivers import pci_spec
+from tracker.providers.provider import Inventory
 from tracker.providers.provider import Provider
 from tracker.providers.provider import capacity
 from tracker.providers.provider import inventory
@@ -44,37 +48,38 @@ from tracker.providers.provider import stable_uuid
 LOG = logging.getLogger(__name__)
 
 
-def root_uuid(hostname):
+def root_uuid(hostname: str) -> str:
     return stable_uuid('compute-node', hostname)
 
 
-def device_uuid(hostname, address):
+def device_uuid(hostname: str, address: str) -> str:
     return stable_uuid(hostname, 'pci', address)
 
 
-def numa_uuid(hostname, node_id):
+def numa_uuid(hostname: str, node_id: int) -> str:
     return stable_uuid(hostname, 'numa', node_id)
 
 
 class _Pool:
     """Greedily hands out a host reservation across providers."""
 
-    def __init__(self, amount):
+    def __init__(self, amount: int) -> None:
         self.left = amount
 
-    def take(self, total):
+    def take(self, total: int) -> int:
         taken = min(self.left, total)
         self.left -= taken
         return taken
 
 
-def _add(provider, rc, total, reserved=0, ratio=1.0):
+def _add(provider: Provider, rc: str, total: int, reserved: int = 0,
+         ratio: float = 1.0) -> None:
     if total > 0:     # placement refuses an inventory of total 0
         provider.inventories[rc] = inventory(
             total, reserved=min(reserved, total), allocation_ratio=ratio)
 
 
-def _fit_largest(record):
+def _fit_largest(record: Inventory | None) -> None:
     """Let one allocation take the whole capacity, overcommit included: a
     guest bigger than physical memory runs on an overcommitted host, and
     the tracker must be able to report it (max_unit = total would refuse
@@ -86,26 +91,30 @@ def _fit_largest(record):
 class Layout:
     """The provider tree for one ``HostFacts``, and claims against it."""
 
-    def __init__(self, facts, conf):
+    def __init__(self, facts: facts_mod.HostFacts, conf: cfg.ConfigOpts) -> None:
         self.facts = facts
         self.conf = conf
         self.host = facts.hostname
         self.root = Provider(uuid=root_uuid(self.host), name=self.host)
-        self.numa = {}            # node id -> Provider
-        self.devices = {}         # PCI address -> (provider uuid, rc)
-        self.gpus = {}            # GPU address -> provider uuid
-        self._device_children = {}  # owner PCI address -> Provider
-        self._used = {}           # NUMA provider uuid -> {rc: used}
+        self.numa: dict[int, Provider] = {}          # node id -> Provider
+        # PCI address -> (provider uuid, rc)
+        self.devices: dict[str, tuple[str, str]] = {}
+        # GPU address -> (provider uuid, mdev class)
+        self.gpus: dict[str, tuple[str, str]] = {}
+        # owner PCI address -> Provider
+        self._device_children: dict[str, Provider] = {}
+        # NUMA provider uuid -> {rc: used}
+        self._used: dict[str, dict[str, int]] = {}
         self._mdev_parents = {m.uuid: m.parent for m in facts.mdevs}
         self.cpus = nova_opts.CpuSets(conf, facts.cpus)
-        self.sharing_uuid = conf.tracker.shared_storage_provider_uuid
+        self.sharing_uuid: str | None = conf.tracker.shared_storage_provider_uuid
         self._build_root()
         if conf.tracker.numa_providers and facts.numa_nodes:
             self._build_numa()
         self._build_devices()
 
     @property
-    def providers(self):
+    def providers(self) -> list[Provider]:
         """Root, NUMA nodes by id, then devices by address."""
         return ([self.root] + [self.numa[n] for n in sorted(self.numa)]
                 + [self._device_children[a]
@@ -113,7 +122,8 @@ class Layout:
 
     # -- the tree ----------------------------------------------------------
 
-    def _add_ratioed(self, provider, rc, total, reserved, fit=False):
+    def _add_ratioed(self, provider: Provider, rc: str, total: int, reserved: int,
+                     fit: bool = False) -> None:
         """An inventory whose allocation ratio follows nova's rule."""
         ratio, placement_wins = nova_opts.allocation_ratio(self.conf, rc)
         _add(provider, rc, total, reserved, ratio)
@@ -122,14 +132,14 @@ class Layout:
         if placement_wins and rc in provider.inventories:
             provider.placement_ratios[rc] = fit
 
-    def _add_cpus(self, provider, cpus, reserved):
+    def _add_cpus(self, provider: Provider, cpus: Iterable[int], reserved: int) -> None:
         """VCPU from the shared CPUs among ``cpus``, PCPU from the
         dedicated ones (never overcommitted, never reserved)."""
         self._add_ratioed(provider, 'VCPU', len(self.cpus.shared & set(cpus)),
                           reserved)
         _add(provider, 'PCPU', len(self.cpus.dedicated & set(cpus)))
 
-    def _build_root(self):
+    def _build_root(self) -> None:
         facts, conf = self.facts, self.conf
         root = self.root
         root.traits = ({'COMPUTE_NODE'} | set(facts.traits)
@@ -147,16 +157,17 @@ class Layout:
                 root, 'DISK_GB', facts.disk_gb,
                 facts_mod.ceil_div(conf.reserved_host_disk_mb, 1024))
 
-    def _reserved_memory(self):
-        reserved = self.conf.reserved_host_memory_mb
+    def _reserved_memory(self) -> int:
+        reserved: int = self.conf.reserved_host_memory_mb
         if self._reserve_huge_pages():
             reserved += self.facts.huge_pages_mb
         return reserved
 
-    def _reserve_huge_pages(self):
-        return self.conf.tracker.reserve_huge_pages
+    def _reserve_huge_pages(self) -> bool:
+        reserve: bool = self.conf.tracker.reserve_huge_pages
+        return reserve
 
-    def _build_numa(self):
+    def _build_numa(self) -> None:
         cpus = _Pool(self.conf.reserved_host_cpus)
         memory = _Pool(self.conf.reserved_host_memory_mb)
         for node in sorted(self.facts.numa_nodes, key=lambda n: n.id):
@@ -173,7 +184,7 @@ class Layout:
                               mem_reserved)
             self.numa[node.id] = child
 
-    def _device_provider(self, address):
+    def _device_provider(self, address: str) -> Provider:
         if address not in self._device_children:
             self._device_children[address] = Provider(
                 uuid=device_uuid(self.host, address),
@@ -181,16 +192,16 @@ class Layout:
                 parent_uuid=self.root.uuid)
         return self._device_children[address]
 
-    def _build_devices(self):
+    def _build_devices(self) -> None:
         specs = pci_spec.DeviceSpecList(self.conf.pci.device_spec)
         reported = self.conf.pci.report_in_placement
         by_address, every_device = nova_opts.mdev_types(self.conf)
-        chosen = {}               # address -> (device, spec)
+        # address -> (device, spec)
+        chosen: dict[str, tuple[facts_mod.PciDevice, pci_spec.DeviceSpec]] = {}
         for device in sorted(self.facts.pci_devices, key=lambda d: d.address):
-            mdev_type, rc = by_address.get(device.address,
-                                           every_device or (None, None))
-            if mdev_type in device.mdev_types:
-                self._add_gpu(device, mdev_type, rc)
+            offered = by_address.get(device.address, every_device)
+            if offered and offered[0] in device.mdev_types:
+                self._add_gpu(device, *offered)
                 continue
             spec = specs.match(device) if reported else None
             if spec:
@@ -199,7 +210,7 @@ class Layout:
         for address, (device, spec) in chosen.items():
             if address in vf_parents:
                 continue          # its VFs are offered instead
-            if device.is_vf:
+            if device.physfn is not None:      # a VF
                 owner = device.physfn
                 default_rc = ('SRIOV_NET_VF' if device.class_id.startswith('02')
                               else 'PCI_DEVICE')
@@ -214,7 +225,7 @@ class Layout:
                 child.traits.add('HW_NIC_SRIOV')
             self.devices[address] = (child.uuid, rc)
 
-    def _add_gpu(self, device, mdev_type, rc):
+    def _add_gpu(self, device: facts_mod.PciDevice, mdev_type: str, rc: str) -> None:
         existing = sum(1 for m in self.facts.mdevs
                        if m.parent == device.address and m.type == mdev_type)
         child = self._device_provider(device.address)
@@ -224,11 +235,11 @@ class Layout:
 
     # -- claims ------------------------------------------------------------
 
-    def instance(self, inst):
+    def instance(self, inst: facts_mod.InstanceFacts) -> base.Instance:
         """The ``Instance`` (with allocations) for ``InstanceFacts``."""
-        claims = {}
+        claims: dict[str, dict[str, int]] = {}
 
-        def claim(provider_uuid, rc, amount):
+        def claim(provider_uuid: str, rc: str, amount: int) -> None:
             if amount:
                 rcs = claims.setdefault(provider_uuid, {})
                 rcs[rc] = rcs.get(rc, 0) + amount
@@ -246,7 +257,8 @@ class Layout:
                 LOG.debug('instance %s uses unreported device %s',
                           inst.uuid, address)
         for mdev in inst.mdev_uuids:
-            gpu = self.gpus.get(self._mdev_parents.get(mdev))
+            parent = self._mdev_parents.get(mdev)
+            gpu = self.gpus.get(parent) if parent is not None else None
             if gpu:
                 claim(*gpu, 1)
         if self.numa:
@@ -257,7 +269,7 @@ class Layout:
                              project_id=inst.project_id, user_id=inst.user_id,
                              allocations=claims)
 
-    def _cpu_demands(self, inst):
+    def _cpu_demands(self, inst: facts_mod.InstanceFacts) -> dict[str, int]:
         """{VCPU: n, PCPU: m}: a vCPU pinned to a dedicated CPU (or every
         vCPU of a guest whose nova flavor says hw:cpu_policy=dedicated) is
         a PCPU once [compute] cpu_dedicated_set is set; the rest are VCPU."""
@@ -272,7 +284,7 @@ class Layout:
         pinned = min(pinned, inst.vcpus)
         return {'VCPU': inst.vcpus - pinned, 'PCPU': pinned}
 
-    def _compute_provider(self, demands, numa_node):
+    def _compute_provider(self, demands: dict[str, int], numa_node: int | None) -> str:
         if not self.numa:
             return self.root.uuid
         if numa_node in self.numa:
@@ -286,13 +298,13 @@ class Layout:
         return self.numa[min(self.numa)].uuid
 
     @staticmethod
-    def _room(provider, rc, used):
+    def _room(provider: Provider, rc: str, used: dict[str, int]) -> int:
         record = provider.inventories.get(rc)
         if not record:
             return 0
         return capacity(record) - used.get(rc, 0)
 
-    def snapshot(self, instances):
+    def snapshot(self, instances: Iterable[facts_mod.InstanceFacts]) -> base.HostSnapshot:
         return base.HostSnapshot(
             hostname=self.host, providers=self.providers,
             instances=[self.instance(i) for i in instances])

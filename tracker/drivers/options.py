@@ -13,7 +13,7 @@ from tracker.nova_opts import formerly
 
 # Agent-only options of the drivers, in [tracker]. They once lived in
 # nova's groups; those places are still read, with a warning.
-tracker_opts = [
+tracker_opts: list[cfg.Opt] = [
     cfg.StrOpt('shared_storage_provider_uuid',
                deprecated_opts=formerly('compute', 'shared_storage_provider_uuid'),
                help='Instance disks live on shared storage represented by '
@@ -39,7 +39,7 @@ tracker_opts = [
 
 # The host driver's sources (a [host] group would hide nova's [DEFAULT]
 # host: oslo.config resolves conf.host to the group).
-host_opts = [
+host_opts: list[cfg.Opt] = [
     cfg.StrOpt('sysfs_root', default='/sys',
                deprecated_opts=formerly('host', 'sysfs_root'),
                help='Root of the sysfs tree the host driver reads.'),
@@ -57,23 +57,23 @@ host_opts = [
                     'this host (the host driver sees no hypervisor).'),
 ]
 
-fake_opts = [
+fake_opts: list[cfg.Opt] = [
     cfg.StrOpt('host_file',
                help='YAML file describing the fake host (providers and '
                     'instances); re-read on every discovery.'),
 ]
 
-GROUPS = [
+GROUPS: list[tuple[str, list[cfg.Opt]]] = [
     ('tracker', tracker_opts + host_opts),
     ('fake', fake_opts),
 ]
 
 
-def list_opts():
+def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
     return [(group, list(opts)) for group, opts in GROUPS]
 
 
-def register(conf):
+def register(conf: cfg.ConfigOpts) -> cfg.ConfigOpts:
     """Register every option a driver reads on ``conf``, nova's included
     (idempotent)."""
     nova_opts.register(conf)

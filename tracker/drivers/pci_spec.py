@@ -11,14 +11,17 @@ A device is reported when a spec matches it; the first matching spec
 decides its resource class and traits (physical_network adds the trait
 CUSTOM_PHYSNET_<NAME>). Names that are not standard become CUSTOM_ ones.
 """
+from collections.abc import Iterable
 import fnmatch
 import json
 import re
+from typing import Any
 
 import os_resource_classes
 import os_traits
 
 from tracker.drivers.errors import DiscoveryError
+from tracker.drivers.facts import PciDevice
 
 _MATCH_KEYS = ('vendor_id', 'product_id', 'address')
 # managed / remote_managed say how nova attaches a device: accepted so a
@@ -29,25 +32,25 @@ _KNOWN_KEYS = set(_MATCH_KEYS) | {'resource_class', 'traits',
 _HEX4 = re.compile(r'^(\*|[0-9a-f]{1,4})$')
 
 
-def custom_name(name):
+def custom_name(name: object) -> str:
     """``name`` as a CUSTOM_ name placement accepts (upper, [A-Z0-9_])."""
     norm = re.sub(r'[^A-Z0-9_]', '_', str(name).strip().upper())
     return norm if norm.startswith('CUSTOM_') else 'CUSTOM_' + norm
 
 
-def resource_class(name):
+def resource_class(name: str) -> str:
     if name.upper() in os_resource_classes.STANDARDS:
         return name.upper()
     return custom_name(name)
 
 
-def trait(name):
+def trait(name: str) -> str:
     if name.upper() in os_traits.get_traits():
         return name.upper()
     return custom_name(name)
 
 
-def _address_pattern(value):
+def _address_pattern(value: object) -> str:
     """An address glob from a string or a {domain,bus,slot,function} dict."""
     if isinstance(value, str):
         pattern = value.strip().lower()
@@ -59,7 +62,7 @@ def _address_pattern(value):
         if unknown:
             raise DiscoveryError('[pci] device_spec address has unknown keys '
                                  '%s' % ', '.join(sorted(unknown)))
-        parts = []
+        parts: list[str] = []
         for key, width in (('domain', 4), ('bus', 2), ('slot', 2),
                            ('function', 1)):
             part = str(value.get(key, '*')).lower()
@@ -74,7 +77,7 @@ def _address_pattern(value):
 class DeviceSpec:
     """One parsed spec entry."""
 
-    def __init__(self, entry):
+    def __init__(self, entry: object) -> None:
         if not isinstance(entry, dict):
             raise DiscoveryError('[pci] device_spec entries must be JSON '
                                  'objects, not %r' % (entry,))
@@ -87,7 +90,7 @@ class DeviceSpec:
         self.address = (_address_pattern(entry['address'])
                         if 'address' in entry else '*')
         rc = entry.get('resource_class')
-        self.resource_class = resource_class(rc) if rc else None
+        self.resource_class: str | None = resource_class(rc) if rc else None
         traits = entry.get('traits', '')
         if isinstance(traits, str):
             traits = [t for t in traits.split(',') if t.strip()]
@@ -97,7 +100,7 @@ class DeviceSpec:
             self.traits.add(custom_name('PHYSNET_' + entry['physical_network']))
 
     @staticmethod
-    def _hex_id(entry, key):
+    def _hex_id(entry: dict[str, Any], key: str) -> str:
         value = str(entry.get(key, '*')).strip().lower()
         if value.startswith('0x'):
             value = value[2:]
@@ -106,7 +109,7 @@ class DeviceSpec:
                                  'digits or "*", not %r' % (key, entry[key]))
         return value if value == '*' else value.zfill(4)
 
-    def matches(self, device):
+    def matches(self, device: PciDevice) -> bool:
         return ((self.vendor_id in ('*', device.vendor_id))
                 and (self.product_id in ('*', device.product_id))
                 and fnmatch.fnmatchcase(device.address, self.address))
@@ -115,8 +118,8 @@ class DeviceSpec:
 class DeviceSpecList:
     """Every [pci] device_spec entry, in order."""
 
-    def __init__(self, values):
-        self.specs = []
+    def __init__(self, values: Iterable[str]) -> None:
+        self.specs: list[DeviceSpec] = []
         for value in values:
             try:
                 parsed = json.loads(value)
@@ -126,6 +129,6 @@ class DeviceSpecList:
             for entry in parsed if isinstance(parsed, list) else [parsed]:
                 self.specs.append(DeviceSpec(entry))
 
-    def match(self, device):
+    def match(self, device: PciDevice) -> DeviceSpec | None:
         """The first spec matching ``device``, or None."""
         return next((s for s in self.specs if s.matches(device)), None)

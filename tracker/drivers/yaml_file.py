@@ -1,4 +1,6 @@
 """Reading the YAML files drivers take (fake host, host instances)."""
+from typing import Any
+
 import yaml
 
 from tracker.drivers.errors import DiscoveryError
@@ -7,7 +9,7 @@ from tracker.drivers.errors import DiscoveryError
 _LOADER = getattr(yaml, 'CSafeLoader', yaml.SafeLoader)
 
 
-def load(path):
+def load(path: str) -> Any:
     """A YAML file's content, or a DiscoveryError saying what is wrong."""
     try:
         with open(path) as f:

@@ -7,6 +7,9 @@ instances unless [tracker] instances_file lists them (a YAML list of
 instances: uuid, name, project_id, user_id, vcpus, memory_mb, root_gb,
 ephemeral_gb, swap_mb, pci_devices, mdevs, numa_node).
 """
+from typing import Protocol
+
+from oslo_config import cfg
 
 from tracker.drivers import base
 from tracker.drivers import facts
@@ -20,18 +23,25 @@ from tracker.drivers.host import numa
 from tracker.drivers.host import pci
 from tracker.drivers.host import sysfs
 
+
+class PathPlugin(Protocol):
+    """A module reading sysfs/procfs into its part of the HostFacts."""
+
+    def discover(self, paths: sysfs.HostPaths, host: facts.HostFacts) -> None: ...
+
+
 # Plugins reading sysfs/procfs: each fills its part of the HostFacts.
-PATH_PLUGINS = (cpu, memory, numa, pci)
+PATH_PLUGINS: tuple[PathPlugin, ...] = (cpu, memory, numa, pci)
 
 
 class HostDriver(base.Driver):
     name = 'host'
 
-    def __init__(self, conf):
+    def __init__(self, conf: cfg.ConfigOpts) -> None:
         self.conf = conf
         self.paths = sysfs.HostPaths(conf.tracker.sysfs_root, conf.tracker.proc_root)
 
-    def host_facts(self):
+    def host_facts(self) -> facts.HostFacts:
         host = facts.HostFacts(
             hostname=self.conf.host,
             cpus=[], memory_mb=0, disk_gb=None)
@@ -40,11 +50,11 @@ class HostDriver(base.Driver):
         disk.discover(self.conf, host)
         return host
 
-    def discover(self):
+    def discover(self) -> base.HostSnapshot:
         tree = layout.Layout(self.host_facts(), self.conf)
         return tree.snapshot(self.instances())
 
-    def instances(self):
+    def instances(self) -> list[facts.InstanceFacts]:
         path = self.conf.tracker.instances_file
         if not path:
             return []

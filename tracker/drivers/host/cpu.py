@@ -3,16 +3,17 @@ import platform
 
 from tracker.drivers import facts
 from tracker.drivers.host import sysfs
+from tracker.drivers.host.sysfs import HostPaths
 
 
-def discover(paths, host):
+def discover(paths: HostPaths, host: facts.HostFacts) -> None:
     host.cpus = facts.parse_cpu_list(
         sysfs.read(paths.sys('devices/system/cpu/online')))
     host.cpu_flags = cpu_flags(sysfs.read(paths.proc('cpuinfo'), ''))
     host.arch = platform.machine() or 'x86_64'
 
 
-def cpu_flags(cpuinfo):
+def cpu_flags(cpuinfo: str) -> set[str]:
     """The flags of the first CPU ('flags' on x86, 'Features' on arm)."""
     for line in cpuinfo.splitlines():
         key, _, value = line.partition(':')

@@ -1,16 +1,17 @@
 """Memory: the total the kernel sees and what huge pages hold."""
 import os
 
+from tracker.drivers.facts import HostFacts
 from tracker.drivers.host import sysfs
 
 
-def discover(paths, host):
+def discover(paths: sysfs.HostPaths, host: HostFacts) -> None:
     meminfo = sysfs.read(paths.proc('meminfo'))
     host.memory_mb = sysfs.meminfo_kib(meminfo, 'MemTotal') // 1024
     host.huge_pages_mb = huge_pages_mb(paths.sys('kernel/mm/hugepages'))
 
 
-def huge_pages_mb(directory):
+def huge_pages_mb(directory: str) -> int:
     """MiB held by huge pages of every size under a hugepages directory."""
     total_kib = 0
     for name in sysfs.listdir(directory):

@@ -6,15 +6,15 @@ from tracker.drivers.host import memory
 from tracker.drivers.host import sysfs
 
 
-def discover(paths, host):
+def discover(paths: sysfs.HostPaths, host: facts.HostFacts) -> None:
     host.numa_nodes = read_nodes(paths)
 
 
-def read_nodes(paths):
+def read_nodes(paths: sysfs.HostPaths) -> list[facts.NumaNode]:
     """Every NUMA node with memory or CPUs, from sysfs."""
     base = paths.sys('devices/system/node')
     online = set(host_cpus(paths))
-    nodes = []
+    nodes: list[facts.NumaNode] = []
     for name in sysfs.listdir(base):
         if not (name.startswith('node') and name[4:].isdigit()):
             continue
@@ -33,6 +33,6 @@ def read_nodes(paths):
     return nodes
 
 
-def host_cpus(paths):
+def host_cpus(paths: sysfs.HostPaths) -> list[int]:
     return facts.parse_cpu_list(
         sysfs.read(paths.sys('devices/system/cpu/online')))

@@ -9,7 +9,7 @@ from tracker.drivers.host import sysfs
 LOG = logging.getLogger(__name__)
 
 
-def discover(paths, host):
+def discover(paths: sysfs.HostPaths, host: facts.HostFacts) -> None:
     host.pci_devices = []
     for address in sysfs.listdir(paths.sys('bus/pci/devices')):
         try:
@@ -21,16 +21,17 @@ def discover(paths, host):
     host.mdevs = read_mdevs(paths)
 
 
-def _hex(text):
+def _hex(text: str) -> str:
     return text.lower().removeprefix('0x')
 
 
-def read_device(paths, address):
+def read_device(paths: sysfs.HostPaths, address: str) -> facts.PciDevice:
     path = paths.sys('bus/pci/devices', address)
     numa_node = sysfs.read_int(os.path.join(path, 'numa_node'), -1)
-    virtfns = sorted(sysfs.link_name(os.path.join(path, name))
-                     for name in sysfs.listdir(path)
-                     if name.startswith('virtfn'))
+    links = (sysfs.link_name(os.path.join(path, name))
+             for name in sysfs.listdir(path) if name.startswith('virtfn'))
+    # a link unreadable (the VF went away meanwhile) names no VF
+    virtfns = sorted(link for link in links if link is not None)
     return facts.PciDevice(
         address=address,
         vendor_id=_hex(sysfs.read(os.path.join(path, 'vendor'))),
@@ -42,17 +43,17 @@ def read_device(paths, address):
         mdev_types=read_mdev_types(os.path.join(path, 'mdev_supported_types')))
 
 
-def read_mdev_types(directory):
+def read_mdev_types(directory: str) -> dict[str, int]:
     """{type id: available instances} offered by one physical device."""
     return {name: sysfs.read_int(
                 os.path.join(directory, name, 'available_instances'), 0)
             for name in sysfs.listdir(directory)}
 
 
-def read_mdevs(paths):
+def read_mdevs(paths: sysfs.HostPaths) -> list[facts.Mdev]:
     """Mediated devices that exist, with their parent and type."""
     base = paths.sys('bus/mdev/devices')
-    mdevs = []
+    mdevs: list[facts.Mdev] = []
     for name in sysfs.listdir(base):
         target = os.path.realpath(os.path.join(base, name))
         mdevs.append(facts.Mdev(

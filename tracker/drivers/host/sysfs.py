@@ -7,18 +7,18 @@ from tracker.drivers.errors import DiscoveryError
 class HostPaths:
     """Where the host driver reads from: [tracker] sysfs_root and proc_root."""
 
-    def __init__(self, sysfs_root='/sys', proc_root='/proc'):
+    def __init__(self, sysfs_root: str = '/sys', proc_root: str = '/proc') -> None:
         self.sysfs_root = sysfs_root
         self.proc_root = proc_root
 
-    def sys(self, *parts):
+    def sys(self, *parts: str) -> str:
         return os.path.join(self.sysfs_root, *parts)
 
-    def proc(self, *parts):
+    def proc(self, *parts: str) -> str:
         return os.path.join(self.proc_root, *parts)
 
 
-def read(path, default=None):
+def read(path: str, default: str | None = None) -> str:
     """A sysfs attribute, stripped; ``default`` when absent (None: required)."""
     try:
         with open(path) as f:
@@ -35,7 +35,7 @@ def read(path, default=None):
         return default
 
 
-def read_int(path, default=None, base=10):
+def read_int(path: str, default: int | None = None, base: int = 10) -> int:
     text = read(path, None if default is None else str(default))
     try:
         return int(text, base)
@@ -43,14 +43,14 @@ def read_int(path, default=None, base=10):
         raise DiscoveryError('%s: not a number: %r' % (path, text)) from None
 
 
-def listdir(path):
+def listdir(path: str) -> list[str]:
     try:
         return sorted(os.listdir(path))
     except FileNotFoundError:
         return []
 
 
-def link_name(path):
+def link_name(path: str) -> str | None:
     """The last component of the symlink target at ``path``, or None."""
     try:
         return os.path.basename(os.readlink(path))
@@ -58,7 +58,7 @@ def link_name(path):
         return None
 
 
-def meminfo_kib(text, key):
+def meminfo_kib(text: str, key: str) -> int:
     """The kB value of ``key`` in a /proc/meminfo (or node meminfo) text."""
     for line in text.splitlines():
         words = line.replace(':', ' ').split()
