@@ -27,6 +27,7 @@ The root's uuid is stable_uuid('compute-node', hostname) and a child's
 stable_uuid(hostname, 'fake', name), like the other drivers' trees.
 """
 import os
+from typing import Any
 import uuid as uuidlib
 
 from oslo_config import cfg
@@ -35,10 +36,13 @@ from tracker.drivers import base
 from tracker.drivers import yaml_file
 from tracker.drivers.errors import DiscoveryError
 from tracker.drivers.layout import root_uuid
+from tracker.providers.provider import Inventory
 from tracker.providers.provider import Provider
 from tracker.providers.provider import inventory
 from tracker.providers.provider import stable_uuid
 
+# The YAML file's nodes are whatever the operator wrote (Any): each is
+# checked where it is read.
 _INVENTORY_KEYS = {'total', 'reserved', 'min_unit', 'max_unit', 'step_size',
                    'allocation_ratio'}
 
@@ -46,13 +50,13 @@ _INVENTORY_KEYS = {'total', 'reserved', 'min_unit', 'max_unit', 'step_size',
 class FakeDriver(base.Driver):
     name = 'fake'
 
-    def __init__(self, conf):
+    def __init__(self, conf: cfg.ConfigOpts) -> None:
         self.conf = conf
         if not conf.fake.host_file:
             raise DiscoveryError('the fake driver needs [fake] host_file')
-        self.path = conf.fake.host_file
+        self.path: str = conf.fake.host_file
 
-    def configured_host(self):
+    def configured_host(self) -> str | None:
         """The file's ``hostname``, else [DEFAULT] host: the host this
         driver reports, so the agent is named after it too."""
         if not os.path.isfile(self.path):   # a pipe would be consumed here
@@ -62,11 +66,11 @@ class FakeDriver(base.Driver):
         except (DiscoveryError, AttributeError, IndexError, KeyError, TypeError):
             return _configured_host(self.conf) or None   # discover() says what is wrong
 
-    def _hostname(self, data):
+    def _hostname(self, data: Any) -> str:
         return str(data.get('hostname') or _configured_host(self.conf)
                    or _name(data['providers'][0]))
 
-    def discover(self):
+    def discover(self) -> base.HostSnapshot:
         data = yaml_file.load(self.path)
         if not isinstance(data, dict) or not data.get('providers'):
             raise DiscoveryError('%s: expected a mapping with a non-empty '
@@ -79,12 +83,13 @@ class FakeDriver(base.Driver):
             raise DiscoveryError('%s: malformed host description: %s'
                                  % (self.path, exc)) from None
 
-    def _snapshot(self, data):
+    def _snapshot(self, data: dict[str, Any]) -> base.HostSnapshot:
         entries = data['providers']
         if not isinstance(entries, list):
             raise DiscoveryError('"providers" must be a list')
         hostname = self._hostname(data)
-        providers, by_name = [], {}
+        providers: list[Provider] = []
+        by_name: dict[str, Provider] = {}
         for index, entry in enumerate(entries):
             provider = _provider(entry, hostname, index, by_name, providers)
             if provider.name in by_name:
@@ -99,20 +104,24 @@ class FakeDriver(base.Driver):
                                  instances=instances)
 
 
-def _configured_host(conf):
+def _configured_host(conf: cfg.ConfigOpts) -> str | None:
     """[DEFAULT] host when a file or override sets it (its default, the
     machine's name, says nothing of a described host)."""
-    location = conf.get_location('host').location
-    return None if location is cfg.Locations.opt_default else conf.host
+    info = conf.get_location('host')     # None only for an unknown option
+    if info is None or info.location is cfg.Locations.opt_default:
+        return None
+    host: str = conf.host
+    return host
 
 
-def _name(entry):
+def _name(entry: Any) -> str:
     if not isinstance(entry, dict) or not entry.get('name'):
         raise DiscoveryError('every provider needs a name: %r' % (entry,))
     return str(entry['name'])
 
 
-def _provider(entry, hostname, index, by_name, providers):
+def _provider(entry: Any, hostname: str, index: int, by_name: dict[str, Provider],
+              providers: list[Provider]) -> Provider:
     name = _name(entry)
     unknown = set(entry) - {'name', 'uuid', 'parent', 'inventories',
                             'traits', 'aggregates'}
@@ -140,14 +149,14 @@ def _provider(entry, hostname, index, by_name, providers):
         aggregates={_uuid(a, name) for a in entry.get('aggregates') or []})
 
 
-def _uuid(value, where):
+def _uuid(value: Any, where: str) -> str:
     try:
         return str(uuidlib.UUID(str(value)))
     except ValueError:
         raise DiscoveryError('%s: %r is not a uuid' % (where, value)) from None
 
 
-def _inventory(name, rc, record):
+def _inventory(name: str, rc: Any, record: Any) -> Inventory:
     if isinstance(record, int) and not isinstance(record, bool):
         record = {'total': record}
     if not isinstance(record, dict) or 'total' not in record:
@@ -160,11 +169,12 @@ def _inventory(name, rc, record):
     return inventory(**record)
 
 
-def _instance(entry, by_name, by_uuid):
+def _instance(entry: Any, by_name: dict[str, Provider],
+              by_uuid: dict[str, Provider]) -> base.Instance:
     if not isinstance(entry, dict) or not entry.get('uuid'):
         raise DiscoveryError('every instance needs a uuid: %r' % (entry,))
     instance_uuid = str(entry['uuid'])
-    allocations = {}
+    allocations: dict[str, dict[str, int]] = {}
     for target, resources in (entry.get('allocations') or {}).items():
         if target in by_name:
             provider_uuid = by_name[target].uuid

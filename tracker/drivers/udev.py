@@ -12,6 +12,7 @@ Events come from udevd when it runs (after its rules, the normal case), and
 else straight from the kernel (containers, hosts without udevd): a udev
 monitor there would bind, and never hear a thing.
 """
+from collections.abc import Callable
 import logging
 import os
 
@@ -27,25 +28,29 @@ _ACTIONS = {
 }
 _VIRTUAL_DISKS = ('loop', 'ram', 'zram', 'nbd')
 
+# pyudev has no type information: its Context, Monitor, MonitorObserver
+# and Device are Any here.
+Callback = Callable[[str, pyudev.Device], None]
+
 
 # udevd's control socket: present while udevd runs (libudev checks the same).
 UDEVD_CONTROL = '/run/udev/control'
 
 
-def event_source(control=UDEVD_CONTROL):
+def event_source(control: str = UDEVD_CONTROL) -> str:
     """'udev' when udevd runs, else 'kernel' (raw kernel uevents)."""
     return 'udev' if os.path.exists(control) else 'kernel'
 
 
-def changes_tree(action, device):
+def changes_tree(action: str, device: pyudev.Device) -> bool:
     """Whether ``action`` on ``device`` (a pyudev.Device) can change what
     the host reports."""
     subsystem = device.subsystem
     if action not in _ACTIONS.get(subsystem, ()):
         return False
     if subsystem == 'block':
-        return (device.device_type == 'disk'
-                and not device.sys_name.startswith(_VIRTUAL_DISKS))
+        return bool(device.device_type == 'disk'
+                    and not device.sys_name.startswith(_VIRTUAL_DISKS))
     return True
 
 
@@ -57,13 +62,14 @@ class HardwareMonitor:
     the one this host has (``event_source``).
     """
 
-    def __init__(self, callback, source=None, context=None):
+    def __init__(self, callback: Callback, source: str | None = None,
+                 context: pyudev.Context | None = None) -> None:
         self.callback = callback
         self.source = source or event_source()
         self.context = context or pyudev.Context()
-        self.observer = None
+        self.observer: pyudev.MonitorObserver | None = None
 
-    def start(self):
+    def start(self) -> None:
         monitor = pyudev.Monitor.from_netlink(self.context, source=self.source)
         for subsystem in SUBSYSTEMS:
             monitor.filter_by(subsystem)
@@ -80,16 +86,16 @@ class HardwareMonitor:
             LOG.info('hardware events: listening to kernel uevents (udevd is not '
                      'running: %s is missing)', UDEVD_CONTROL)
 
-    def stop(self):
+    def stop(self) -> None:
         if self.observer is not None:
             self.observer.send_stop()
             self.observer.join(timeout=5)
             self.observer = None
 
-    def _event(self, device):
+    def _event(self, device: pyudev.Device) -> None:
         self.handle(device.action, device)
 
-    def handle(self, action, device):
+    def handle(self, action: str, device: pyudev.Device) -> None:
         """Call back if ``action`` on ``device`` can change the tree."""
         if changes_tree(action, device):
             LOG.info('hardware %s: %s %s; asking for an early cycle',

@@ -21,10 +21,12 @@ to whole GiB, as nova sizes flavor disks.
 When the connection drops (libvirtd restarted) a discovery reconnects once
 and starts again.
 """
+from collections.abc import Callable
 import logging
 import os
 
 import libvirt
+from oslo_config import cfg
 
 from tracker import nova_opts
 from tracker.drivers import base
@@ -40,7 +42,12 @@ from tracker.drivers.libvirt import parse
 LOG = logging.getLogger(__name__)
 
 
-def _quiet(_ctx, _err):
+# libvirt-python has no type information: its connection, domain, device,
+# pool and volume objects are Any here (annotated with libvirt's class names
+# for the reader).
+
+
+def _quiet(_ctx: object, _err: object) -> None:
     """libvirt prints every error to stderr by default; we raise them."""
 
 
@@ -50,12 +57,12 @@ libvirt.registerErrorHandler(_quiet, None)
 class LibvirtDriver(base.Driver):
     name = 'libvirt'
 
-    def __init__(self, conf):
+    def __init__(self, conf: cfg.ConfigOpts) -> None:
         self.conf = conf
         self.uri = nova_opts.connection_uri(conf)
-        self.connection = None
+        self.connection: libvirt.virConnect | None = None
 
-    def _connect(self):
+    def _connect(self) -> libvirt.virConnect:
         if self.connection is None:
             try:
                 # Discovery only reads (capabilities, devices, domains,
@@ -67,13 +74,15 @@ class LibvirtDriver(base.Driver):
                                      % (self.uri, exc)) from None
         return self.connection
 
-    def _alive(self):
+    def _alive(self) -> bool:
+        if self.connection is None:
+            return False
         try:
             return bool(self.connection.isAlive())
         except libvirt.libvirtError:
             return False
 
-    def close(self):
+    def close(self) -> None:
         if self.connection is not None:
             try:
                 self.connection.close()
@@ -81,7 +90,7 @@ class LibvirtDriver(base.Driver):
                 pass                 # already gone
             self.connection = None
 
-    def discover(self):
+    def discover(self) -> base.HostSnapshot:
         for attempt in (1, 2):
             conn = self._connect()
             try:
@@ -94,8 +103,9 @@ class LibvirtDriver(base.Driver):
                     continue
                 raise DiscoveryError('libvirt discovery failed: %s' % exc) \
                     from None
+        raise AssertionError('the second attempt returns or raises')
 
-    def _discover(self, conn):
+    def _discover(self, conn: libvirt.virConnect) -> base.HostSnapshot:
         host = self.host_facts(conn)
         tree = layout.Layout(host, self.conf)
         instances = [self.instance(conn, dom)
@@ -104,7 +114,7 @@ class LibvirtDriver(base.Driver):
 
     # -- host --------------------------------------------------------------
 
-    def host_facts(self, conn):
+    def host_facts(self, conn: libvirt.virConnect) -> facts.HostFacts:
         info = conn.getInfo()
         caps = parse.Capabilities(conn.getCapabilities())
         nodes = caps.numa_nodes
@@ -113,7 +123,7 @@ class LibvirtDriver(base.Driver):
         # The cells are what NUMA providers report; the root reports their
         # sum too, so both layouts agree (getInfo can say less: libvirt's
         # test:///default says 3 GiB over cells of 2 + 4 GiB).
-        memory_mb = sum(n.memory_mb for n in caps.numa_nodes) or info[1]
+        memory_mb: int = sum(n.memory_mb for n in caps.numa_nodes) or info[1]
         host = facts.HostFacts(
             hostname=self.conf.host,
             cpus=list(range(info[2])), memory_mb=memory_mb,
@@ -125,7 +135,7 @@ class LibvirtDriver(base.Driver):
         return host
 
     @staticmethod
-    def cpu_features(conn, caps):
+    def cpu_features(conn: libvirt.virConnect, caps: parse.Capabilities) -> set[str]:
         """Every feature of the host CPU: its model's, expanded by libvirt,
         plus the extra ones capabilities list."""
         if caps.cpu_xml is None:
@@ -141,11 +151,11 @@ class LibvirtDriver(base.Driver):
             return caps.cpu_features
         return parse.cpu_features(expanded) | caps.cpu_features
 
-    def _paths(self):
+    def _paths(self) -> sysfs.HostPaths:
         return sysfs.HostPaths(self.conf.tracker.sysfs_root,
                                self.conf.tracker.proc_root)
 
-    def disk_gb(self, conn):
+    def disk_gb(self, conn: libvirt.virConnect) -> int | None:
         if self.conf.tracker.shared_storage_provider_uuid:
             return None
         pool_name = self.conf.tracker.images_pool
@@ -166,10 +176,11 @@ class LibvirtDriver(base.Driver):
                 raise DiscoveryError('[tracker] images_pool %r does not '
                                      'exist' % pool_name) from None
             raise
-        return pool.info()[1] // facts.GiB
+        capacity: int = pool.info()[1]
+        return capacity // facts.GiB
 
-    def _devices(self, conn, host):
-        parents = {}
+    def _devices(self, conn: libvirt.virConnect, host: facts.HostFacts) -> None:
+        parents: dict[str, str] = {}
         for dev in conn.listAllDevices(
                 libvirt.VIR_CONNECT_LIST_NODE_DEVICES_CAP_PCI_DEV):
             device = parse.pci_device(dev.XMLDesc(0))
@@ -182,7 +193,8 @@ class LibvirtDriver(base.Driver):
 
     # -- instances ---------------------------------------------------------
 
-    def instance(self, conn, dom):
+    def instance(self, conn: libvirt.virConnect,
+                 dom: libvirt.virDomain) -> facts.InstanceFacts | None:
         """The InstanceFacts of a domain; None if it was just deleted."""
         try:
             domain = parse.Domain(dom.XMLDesc(0))
@@ -200,46 +212,53 @@ class LibvirtDriver(base.Driver):
             mdev_uuids=domain.mdev_uuids, numa_node=domain.numa_node,
             vcpu_pins=domain.vcpu_pins, cpu_policy=domain.cpu_policy)
 
-    def _local_disk_bytes(self, conn, dom, disk):
+    def _local_disk_bytes(self, conn: libvirt.virConnect, dom: libvirt.virDomain,
+                          disk: parse.Disk) -> int:
         """What one disk takes from DISK_GB: 0 unless it is local."""
         pool_name = self.conf.tracker.images_pool
-        if disk.kind == 'volume' and disk.source:
-            if disk.source[0] != pool_name:
+        if disk.kind == 'volume' and isinstance(disk.source, tuple):
+            pool, name = disk.source
+            if pool != pool_name:
                 return 0
             return self._capacity(lambda: conn.storagePoolLookupByName(
-                disk.source[0]).storageVolLookupByName(disk.source[1]))
+                pool).storageVolLookupByName(name))
         if disk.kind == 'network':
             if self._in_rbd_pool(disk):
                 return self._block_capacity(dom, disk)
             return 0                 # a volume (cinder, nbd, iscsi...)
-        if disk.kind not in ('file', 'block') or not disk.source:
+        if disk.kind not in ('file', 'block') or not isinstance(disk.source, str) \
+                or not disk.source:
             return 0
         volume = self._volume_by_path(conn, disk.source)
+        size: int
         if volume is not None and pool_name and \
                 volume.storagePoolLookupByVolume().name() == pool_name:
-            return volume.info()[1]
+            size = volume.info()[1]
+            return size
         if not _under(disk.source, self.conf.instances_path):
             return 0                 # a volume attached from elsewhere
         if volume is not None:
-            return volume.info()[1]
+            size = volume.info()[1]
+            return size
         return self._block_capacity(dom, disk)
 
-    def _in_rbd_pool(self, disk):
+    def _in_rbd_pool(self, disk: parse.Disk) -> bool:
         return (self.conf.libvirt.images_type == 'rbd'
-                and disk.protocol == 'rbd' and disk.source is not None
+                and disk.protocol == 'rbd' and isinstance(disk.source, str)
                 and disk.source.startswith(
                     self.conf.libvirt.images_rbd_pool + '/'))
 
     @staticmethod
-    def _block_capacity(dom, disk):
+    def _block_capacity(dom: libvirt.virDomain, disk: parse.Disk) -> int:
         """The disk's virtual capacity: libvirt's block info (running or
         not), else the image header."""
         try:
-            return dom.blockInfo(disk.target or disk.source)[0]
+            capacity: int = dom.blockInfo(disk.target or disk.source)[0]
+            return capacity
         except libvirt.libvirtError as exc:
             LOG.debug('no block info for %s (%s); reading the image',
                       disk.source, exc)
-        if disk.kind == 'network':
+        if disk.kind == 'network' or not isinstance(disk.source, str):
             LOG.warning('cannot size disk %s; counting 0', disk.source)
             return 0
         try:
@@ -250,7 +269,8 @@ class LibvirtDriver(base.Driver):
             return 0
 
     @staticmethod
-    def _volume_by_path(conn, path):
+    def _volume_by_path(conn: libvirt.virConnect,
+                        path: str) -> libvirt.virStorageVol | None:
         try:
             return conn.storageVolLookupByPath(path)
         except libvirt.libvirtError as exc:
@@ -259,9 +279,10 @@ class LibvirtDriver(base.Driver):
             raise
 
     @staticmethod
-    def _capacity(lookup):
+    def _capacity(lookup: Callable[[], libvirt.virStorageVol]) -> int:
         try:
-            return lookup().info()[1]
+            capacity: int = lookup().info()[1]
+            return capacity
         except libvirt.libvirtError as exc:
             if exc.get_error_code() in (libvirt.VIR_ERR_NO_STORAGE_VOL,
                                         libvirt.VIR_ERR_NO_STORAGE_POOL):
@@ -269,6 +290,6 @@ class LibvirtDriver(base.Driver):
             raise
 
 
-def _under(path, directory):
+def _under(path: str, directory: str) -> bool:
     path, directory = os.path.abspath(path), os.path.abspath(directory)
     return os.path.commonpath([path, directory]) == directory
