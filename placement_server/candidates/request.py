@@ -17,30 +17,13 @@ import webob.multidict
 from placement_server import errors
 from placement_server import microversion
 from placement_server import query
+from placement_server.filters import RequestGroup as RequestGroup
 from placement_server.schemas import allocation_candidate as schema
 
 _KEY = {
     False: re.compile(r'^(resources|required|member_of|in_tree)(%s)?$' % schema.SUFFIX_1_25),
     True: re.compile(r'^(resources|required|member_of|in_tree)(%s)?$' % schema.SUFFIX_1_33),
 }
-
-
-@dataclasses.dataclass
-class RequestGroup:
-    suffix: str
-    resources: dict[str, int] = dataclasses.field(default_factory=dict)   # class -> amount
-    # [any-of set of trait names]
-    required: list[frozenset[str]] = dataclasses.field(default_factory=list)
-    forbidden: set[str] = dataclasses.field(default_factory=set)          # trait names
-    # [any-of set of aggregate uuids]
-    member_of: list[set[str]] = dataclasses.field(default_factory=list)
-    forbidden_aggs: set[str] = dataclasses.field(default_factory=set)
-    in_tree: str | None = None
-
-    @property
-    def granular(self) -> bool:
-        """Suffixed groups must come from one provider each."""
-        return self.suffix != ''
 
 
 @dataclasses.dataclass

@@ -265,11 +265,11 @@ def test_list_is_a_fixed_number_of_queries(world, database):
 
 
 def test_an_unchanged_list_is_rendered_once_per_query_and_version(world, api, monkeypatch):
-    from placement_server.handlers import resource_provider
+    from placement_server import lists
     rendered = []
-    real = resource_provider.list_body
-    monkeypatch.setattr(resource_provider, 'list_body',
-                        lambda req, rows: rendered.append(len(rows)) or real(req, rows))
+    real = lists.body
+    monkeypatch.setattr(lists, 'body', lambda version, base, providers: (
+        rendered.append(len(providers)) or real(version, base, providers)))
     first = api.get('/resource_providers', version='1.14').body
     assert api.get('/resource_providers', version='1.14').body == first
     assert rendered == [4]
@@ -316,13 +316,13 @@ def test_a_kept_list_shows_every_change_after_it(world, api):
 
 
 def test_a_list_larger_than_what_is_kept_is_rendered_each_time(world, api, monkeypatch):
+    from placement_server import lists
     from placement_server import view
-    from placement_server.handlers import resource_provider
     monkeypatch.setattr(view.ResourceView, 'KEPT_BYTES', 100)
     rendered = []
-    real = resource_provider.list_body
-    monkeypatch.setattr(resource_provider, 'list_body',
-                        lambda req, rows: rendered.append(len(rows)) or real(req, rows))
+    real = lists.body
+    monkeypatch.setattr(lists, 'body', lambda version, base, providers: (
+        rendered.append(len(providers)) or real(version, base, providers)))
     for _ in range(2):
         assert api.get('/resource_providers', version='1.14').status_int == 200
     assert rendered == [4, 4]
