@@ -9,13 +9,27 @@ by ``providers.diff.inventory_changes``, allocations by
 (What the agent notifies after a cycle comes from what it wrote:
 tracker/notify.py.)
 """
+from collections.abc import Callable
+from collections.abc import Iterable
 import dataclasses
 import json
+from typing import Any
+from typing import TypedDict
+from typing import TypeVar
 
+from tracker.drivers.base import HostSnapshot
+from tracker.drivers.base import Instance
 from tracker.placement import allocations as alloc_mod
 from tracker.placement.allocations import normalize as normalize_allocations
+from tracker.placement.client import ReportClient
+from tracker.placement.errors import PlacementError
+from tracker.placement.http import Write
+from tracker.placement.known import ConsumerRecord
 from tracker.providers import diff as diff_mod
+from tracker.providers.provider import Provider
 from tracker.providers.provider import keep_placement_ratios
+
+_T = TypeVar('_T')
 
 EXIT_IN_SYNC = 0
 EXIT_ERROR = 1
@@ -33,26 +47,26 @@ class Drift:
     kind: str
     uuid: str            # the provider or the consumer
     name: str = ''
-    detail: dict = dataclasses.field(default_factory=dict)
+    detail: dict[str, Any] = dataclasses.field(default_factory=dict)   # JSON values
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
-    def describe(self):
+    def describe(self) -> str:
         what = self.name or self.uuid
         return '%-22s %s %s' % (self.kind, what, _detail_text(self.detail))
 
 
-def _detail_text(detail):
+def _detail_text(detail: dict[str, Any]) -> str:
     return ' '.join('%s=%s' % (key, json.dumps(value, sort_keys=True))
                     for key, value in sorted(detail.items()))
 
 
-def _providers_by_uuid(providers):
+def _providers_by_uuid(providers: Iterable[Provider]) -> dict[str, Provider]:
     return {p.uuid: p for p in providers}
 
 
-def _inventory_drift(want, have):
+def _inventory_drift(want: Provider, have: Provider) -> list[Drift]:
     # what differs is the sync's rule (providers.diff): the two never disagree
     changes = diff_mod.inventory_changes(want, have)
     drift = []
@@ -72,8 +86,8 @@ def _inventory_drift(want, have):
     return drift
 
 
-def _set_drift(kind, want, wanted, held):
-    drift = []
+def _set_drift(kind: str, want: Provider, wanted: set[str], held: set[str]) -> list[Drift]:
+    drift: list[Drift] = []
     if wanted - held:
         drift.append(Drift(kind + '_missing', want.uuid, want.name,
                            {kind: sorted(wanted - held)}))
@@ -83,7 +97,7 @@ def _set_drift(kind, want, wanted, held):
     return drift
 
 
-def provider_drift(desired, actual):
+def provider_drift(desired: Iterable[Provider], actual: Iterable[Provider]) -> list[Drift]:
     """Drift between two lists of Providers (host's, placement's)."""
     want, have = _providers_by_uuid(desired), _providers_by_uuid(actual)
     drift = []
@@ -116,16 +130,17 @@ def provider_drift(desired, actual):
     return drift
 
 
-def allocation_drift(instances, allocations):
+def allocation_drift(instances: Iterable[Instance],
+                     allocations: dict[str, Any] | None) -> list[Drift]:
     """Drift between running instances and placement's allocations.
 
     ``allocations`` maps a consumer uuid to its allocations against the
     host's providers, in any shape ``normalize_allocations`` reads.
     """
-    drift = []
+    drift: list[Drift] = []
     held = {consumer: normalize_allocations(a)
             for consumer, a in (allocations or {}).items()}
-    running = set()
+    running: set[str] = set()
     for instance in instances:
         running.add(instance.uuid)
         wanted = normalize_allocations(instance.allocations)
@@ -146,16 +161,25 @@ def allocation_drift(instances, allocations):
     return drift
 
 
-def compute_drift(snapshot, actual_providers, actual_allocations):
+def compute_drift(snapshot: HostSnapshot, actual_providers: Iterable[Provider],
+                  actual_allocations: dict[str, Any] | None) -> list[Drift]:
     return (provider_drift(snapshot.providers, actual_providers)
             + allocation_drift(snapshot.instances, actual_allocations))
 
 
-def listed(written, names):
+class ListedWrite(TypedDict):
+    """One write as the report lists it."""
+    method: str
+    path: str
+    subject: str        # the provider or consumer uuid it writes
+    name: str
+
+
+def listed(written: Iterable[Write], names: dict[str, str]) -> list[ListedWrite]:
     """The writes as the report shows them (what --dry-run prints and
     --fix made): each request's method and path, and the provider or
     consumer it writes with its name (``names``: {uuid: name})."""
-    writes = []
+    writes: list[ListedWrite] = []
     for write in written:
         parts = write.path.split('?')[0].strip('/').split('/')
         if parts == ['resource_providers'] and isinstance(write.body, dict):
@@ -170,28 +194,28 @@ def listed(written, names):
 @dataclasses.dataclass
 class AuditReport:
     host: str
-    drift: list
-    foreign: list = dataclasses.field(default_factory=list)
+    drift: list[Drift]
+    foreign: list[Drift] = dataclasses.field(default_factory=list)
     fixed: bool = False
-    writes: list = dataclasses.field(default_factory=list)
-    remaining: list = dataclasses.field(default_factory=list)
+    writes: list[ListedWrite] = dataclasses.field(default_factory=list)
+    remaining: list[Drift] = dataclasses.field(default_factory=list)
     # beside nova-compute: consumers a migration in flight holds (not drift)
-    held: list = dataclasses.field(default_factory=list)
-    errors: list = dataclasses.field(default_factory=list)   # writes refused
+    held: list[Drift] = dataclasses.field(default_factory=list)
+    errors: list[str] = dataclasses.field(default_factory=list)   # writes refused
     # the writes themselves, bodies included (http.Write): ``writes`` lists them
-    written: list = dataclasses.field(default_factory=list, repr=False)
+    written: list[Write] = dataclasses.field(default_factory=list, repr=False)
 
     @property
-    def in_sync(self):
+    def in_sync(self) -> bool:
         return not self.drift
 
     @property
-    def exit_code(self):
+    def exit_code(self) -> int:
         if self.in_sync or (self.fixed and not self.remaining):
             return EXIT_IN_SYNC
         return EXIT_DRIFT
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, Any]:
         return {'host': self.host, 'in_sync': self.in_sync,
                 'drift': [d.as_dict() for d in self.drift],
                 'foreign': [d.as_dict() for d in self.foreign],
@@ -199,8 +223,8 @@ class AuditReport:
                 'remaining': [d.as_dict() for d in self.remaining],
                 'held': [d.as_dict() for d in self.held], 'errors': self.errors}
 
-    def as_text(self):
-        lines = []
+    def as_text(self) -> str:
+        lines: list[str] = []
         if self.in_sync:
             lines.append('host %s: in sync with placement' % self.host)
         else:
@@ -228,39 +252,31 @@ class AuditReport:
         return '\n'.join(lines)
 
 
-def placement_view(client, root_uuid):
+def placement_view(client: ReportClient, root_uuid: str
+                   ) -> tuple[list[Provider], dict[str, ConsumerRecord]]:
     """(providers, allocations) placement has under ``root_uuid``."""
-    tree = client.fetch_tree(root_uuid)
-    providers = _tree_providers(tree)
+    providers = client.fetch_tree(root_uuid).providers()
     allocations = client.get_allocations_for_tree(root_uuid) if providers else {}
     return providers, allocations
 
 
-def _tree_providers(tree):
-    if tree is None:
-        return []
-    if isinstance(tree, (list, tuple)):
-        return list(tree)
-    for attr in ('providers', 'all_providers'):
-        value = getattr(tree, attr, None)
-        if value is not None:
-            return list(value() if callable(value) else value)
-    return list(tree)
-
-
-def write_or_record(client, dry_run, act):
+def write_or_record(client: ReportClient, dry_run: bool,
+                    act: Callable[[ReportClient], _T]) -> tuple[_T, list[Write]]:
     """``act(target)`` on the client, its writes sent and recorded, or for
     a dry run on a twin of it whose writes are recorded, not sent
     (ReportClient.dry_run): (what ``act`` returned, the writes)."""
     if dry_run:
         twin = client.dry_run()
-        return act(twin), twin.http.written
+        result = act(twin)
+        assert twin.http.written is not None    # a dry run records from its start
+        return result, twin.http.written
     with client.recording() as written:
         result = act(client)
     return result, written
 
 
-def audit(snapshot, client, fix=False, dry_run=False, authoritative=True):
+def audit(snapshot: HostSnapshot, client: ReportClient, fix: bool = False,
+          dry_run: bool = False, authoritative: bool = True) -> AuditReport:
     """Compare the host with placement; repair when ``fix``.
 
     The dry run is the repair itself on a twin of the client whose writes
@@ -283,7 +299,8 @@ def audit(snapshot, client, fix=False, dry_run=False, authoritative=True):
     return report
 
 
-def repair(snapshot, client, authoritative):
+def repair(snapshot: HostSnapshot, client: ReportClient,
+           authoritative: bool) -> list[PlacementError]:
     """The agent's own sync of the host's providers, then its instances'
     allocations; the errors of the writes placement refused."""
     providers = client.sync(snapshot.providers, snapshot.instances)
@@ -292,7 +309,8 @@ def repair(snapshot, client, authoritative):
     return providers.errors + allocations.errors
 
 
-def host_part(snapshot, allocations, managed):
+def host_part(snapshot: HostSnapshot, allocations: dict[str, ConsumerRecord] | None,
+              managed: set[str]) -> dict[str, alloc_mod.Allocations]:
     """Each consumer's allocations restricted to what the host owns of them
     (the sync's own rule, tracker.placement.allocations.host_part)."""
     wanted = {i.uuid: normalize_allocations(i.allocations) for i in snapshot.instances}
@@ -300,7 +318,8 @@ def host_part(snapshot, allocations, managed):
             for consumer, record in (allocations or {}).items()}
 
 
-def _drift(snapshot, client, authoritative):
+def _drift(snapshot: HostSnapshot, client: ReportClient,
+           authoritative: bool) -> tuple[list[Drift], list[Drift]]:
     providers, allocations = placement_view(client, snapshot.root.uuid)
     allocations = host_part(snapshot, allocations,
                             client.managed_providers(snapshot.root.uuid))

@@ -3,11 +3,15 @@
 Each agent has its own registry, so that several agents in one process
 (tests) never share counters.
 """
+from collections.abc import Mapping
+from threading import Thread
+from wsgiref.simple_server import WSGIServer
+
 import prometheus_client as prom
 
 
 class Metrics:
-    def __init__(self):
+    def __init__(self) -> None:
         self.registry = prom.CollectorRegistry()
         r = self.registry
         self.last_success = prom.Gauge(
@@ -49,7 +53,8 @@ class Metrics:
             '0 while the operator provider config does not validate (the '
             'last good one, if any, stays in force).', registry=r)
 
-    def cycle_done(self, duration, writes, conflicts, finished_at):
+    def cycle_done(self, duration: float, writes: int, conflicts: int,
+                   finished_at: float) -> None:
         self.cycle_duration.observe(duration)
         self.cycles.labels(result='synced').inc()
         self.writes.set(writes)
@@ -59,21 +64,21 @@ class Metrics:
         self.last_success.set(finished_at)
         self.reachable.set(1)
 
-    def cycle_failed(self, duration, reachable):
+    def cycle_failed(self, duration: float, reachable: bool) -> None:
         self.cycle_duration.observe(duration)
         self.cycles.labels(result='failed').inc()
         self.reachable.set(1 if reachable else 0)
 
-    def findings_seen(self, counts):
+    def findings_seen(self, counts: Mapping[str, int]) -> None:
         """{kind: n} of the last check (every kind, zeros included)."""
         for kind, n in counts.items():
             self.allocation_findings.labels(kind=kind).set(n)
         self.drift.set(sum(counts.values()))
 
-    def exposition(self):
+    def exposition(self) -> str:
         """The text format, as served on /metrics."""
         return prom.generate_latest(self.registry).decode()
 
-    def serve(self, port, addr='127.0.0.1'):
+    def serve(self, port: int, addr: str = '127.0.0.1') -> tuple[WSGIServer, Thread]:
         """Serve /metrics from a daemon thread; returns (server, thread)."""
         return prom.start_http_server(port, addr=addr, registry=self.registry)

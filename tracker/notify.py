@@ -5,24 +5,37 @@ topic nova's versioned notifications use, so existing consumers see them).
 Every payload is an envelope with a name and a version, so consumers can
 tell an additive change (1.x) from a breaking one (2.0).
 """
+from collections.abc import Collection
+from collections.abc import Iterable
 import logging
+from typing import Any
 
+from oslo_config import cfg
 import oslo_messaging
+
+from tracker.audit import Drift
+from tracker.drivers.base import HostSnapshot
+from tracker.placement.consumers import AllocationResult
+from tracker.placement.sync import SyncResult
+from tracker.providers.provider import Provider
 
 LOG = logging.getLogger(__name__)
 
 TOPIC = 'versioned_notifications'
 PAYLOAD_VERSION = '1.0'
 
+# (event type, payload): one notification
+Event = tuple[str, dict[str, Any]]
 
-def envelope(name, data):
+
+def envelope(name: str, data: dict[str, Any]) -> dict[str, Any]:
     return {'tracker_object.name': name,
             'tracker_object.namespace': 'tracker',
             'tracker_object.version': PAYLOAD_VERSION,
             'tracker_object.data': data}
 
 
-def _provider_data(provider):
+def _provider_data(provider: Provider) -> dict[str, Any]:
     return {'uuid': provider.uuid, 'name': provider.name,
             'parent_uuid': provider.parent_uuid,
             'inventories': provider.inventories,
@@ -30,7 +43,8 @@ def _provider_data(provider):
             'aggregates': sorted(provider.aggregates)}
 
 
-def notifications(synced, allocated, snapshot):
+def notifications(synced: SyncResult, allocated: AllocationResult,
+                  snapshot: HostSnapshot) -> list[Event]:
     """[(event_type, payload)] for what one cycle wrote.
 
     ``synced`` and ``allocated`` are the report client's results (what it
@@ -39,7 +53,7 @@ def notifications(synced, allocated, snapshot):
     """
     by_uuid = {p.uuid: p for p in snapshot.providers}
     by_consumer = {i.uuid: i for i in snapshot.instances}
-    events = []
+    events: list[Event] = []
     for uuid in synced.created:
         events.append(('tracker.provider.create', envelope(
             'ProviderPayload', _provider_data(by_uuid[uuid]))))
@@ -63,7 +77,8 @@ def notifications(synced, allocated, snapshot):
     return events
 
 
-def findings(drift, reported=()):
+def findings(drift: Iterable[Drift],
+             reported: Collection[tuple[str, str]] = ()) -> list[Event]:
     """[(event_type, payload)] for the allocation findings beside
     nova-compute not yet in ``reported`` ({(kind, consumer)}): each once,
     when it appears, not at every cycle while it lasts."""
@@ -76,7 +91,8 @@ def findings(drift, reported=()):
 class Publisher:
     """Sends notifications; never lets a messaging failure stop a cycle."""
 
-    def __init__(self, conf, host, transport=None):
+    def __init__(self, conf: cfg.ConfigOpts, host: str,
+                 transport: oslo_messaging.Transport | None = None) -> None:
         self.transport = transport or oslo_messaging.get_notification_transport(conf)
         # The operator's [oslo_messaging_notifications] driver wins; without
         # one, notifications go to the message bus.
@@ -87,7 +103,7 @@ class Publisher:
             self.transport, publisher_id='tracker.%s' % host, topics=[TOPIC],
             driver=driver, retry=1)
 
-    def publish(self, events):
+    def publish(self, events: Iterable[Event]) -> int:
         sent = 0
         for event_type, payload in events:
             try:
@@ -97,5 +113,5 @@ class Publisher:
                 LOG.warning('notification %s not sent: %s', event_type, exc)
         return sent
 
-    def close(self):
+    def close(self) -> None:
         self.transport.cleanup()

@@ -7,14 +7,20 @@ and, when asked, repair exactly those consumers through the allocation
 sync (ReportClient.repair_allocations). Nothing of nova's providers is
 ever written.
 """
+from collections.abc import Collection
+from collections.abc import Iterable
 import dataclasses
 import os
+
+from oslo_config import cfg
 
 from tracker import audit as audit_mod
 from tracker import notify
 from tracker import nova_compute
 from tracker import reconcile
 from tracker.drivers import base
+from tracker.placement.client import ReportClient
+from tracker.placement.consumers import AllocationResult
 from tracker.placement.sync import SyncResult
 
 
@@ -23,21 +29,21 @@ class Check:
     adopted: nova_compute.Adopted
     found: reconcile.Findings
 
-    def snapshot(self):
+    def snapshot(self) -> base.HostSnapshot:
         """The guests as notify.notifications reads them."""
         return base.HostSnapshot(hostname=self.adopted.root_name,
                                  instances=self.adopted.instances)
 
 
-def ages_for(conf, host):
-    state = conf.tracker.state_path
-    path = os.path.join(state, 'nova-consumers-%s.json' % host) if state else None
-    if path and not os.path.isdir(state):
-        path = None
+def ages_for(conf: cfg.ConfigOpts, host: str) -> reconcile.ConsumerAges:
+    state: str | None = conf.tracker.state_path
+    path = (os.path.join(state, 'nova-consumers-%s.json' % host)
+            if state and os.path.isdir(state) else None)
     return reconcile.ConsumerAges(path)
 
 
-def check(snapshot, client, conf, ages, compute_node):
+def check(snapshot: base.HostSnapshot, client: ReportClient, conf: cfg.ConfigOpts,
+          ages: reconcile.ConsumerAges, compute_node: str) -> Check:
     tree = client.fetch_tree(compute_node)
     adopted = nova_compute.adopt(snapshot, tree, compute_node)
     consumers = client.get_allocations_for_tree(compute_node)
@@ -48,17 +54,21 @@ def check(snapshot, client, conf, ages, compute_node):
     return Check(adopted, found)
 
 
-def repair(client, compute_node, found):
+def repair(client: ReportClient, compute_node: str,
+           found: reconcile.Findings) -> AllocationResult:
     """Write the findings' repairs, and only those."""
     repairs = [(r.consumer, r.wanted, r.project_id, r.user_id) for r in found.repairs]
     return client.repair_allocations(compute_node, repairs, found.protected)
 
 
-def counts(drift):
+def counts(drift: Iterable[audit_mod.Drift]) -> dict[str, int]:
     return {kind: sum(1 for d in drift if d.kind == kind) for kind in reconcile.KINDS}
 
 
-def cycle(snapshot, client, conf, ages, compute_node, reported):
+def cycle(snapshot: base.HostSnapshot, client: ReportClient, conf: cfg.ConfigOpts,
+          ages: reconcile.ConsumerAges, compute_node: str,
+          reported: Collection[tuple[str, str]]
+          ) -> tuple[reconcile.Findings, AllocationResult | None, list[notify.Event]]:
     """The daemon's cycle: (findings, the repair's AllocationResult or
     None, the notifications to send). ``reported``: the findings already
     notified ({(kind, consumer)})."""
@@ -71,7 +81,9 @@ def cycle(snapshot, client, conf, ages, compute_node, reported):
     return found, allocated, changes
 
 
-def audit(snapshot, client, conf, ages, compute_node, fix=False, dry_run=False):
+def audit(snapshot: base.HostSnapshot, client: ReportClient, conf: cfg.ConfigOpts,
+          ages: reconcile.ConsumerAges, compute_node: str, fix: bool = False,
+          dry_run: bool = False) -> audit_mod.AuditReport:
     """The AuditReport of the guests' allocations on nova's tree. The dry
     run is the repair on a twin of the client that sends no write
     (ReportClient.dry_run): it lists what --fix sends."""

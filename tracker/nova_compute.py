@@ -20,7 +20,11 @@ import os
 import re
 import uuid as uuidlib
 
+from oslo_config import cfg
+
 from tracker.drivers import base
+from tracker.providers.provider import Provider
+from tracker.providers.tree import ProviderTree
 
 LOG = logging.getLogger(__name__)
 
@@ -35,11 +39,12 @@ class NovaTreeError(Exception):
     """nova's compute node cannot be adopted (one line, for the cycle)."""
 
 
-def compute_id_path(conf):
-    return os.path.join(conf.state_path, COMPUTE_ID_FILE)
+def compute_id_path(conf: cfg.ConfigOpts) -> str:
+    state_path: str = conf.state_path
+    return os.path.join(state_path, COMPUTE_ID_FILE)
 
 
-def read_compute_id(path):
+def read_compute_id(path: str) -> str | None:
     """The uuid in nova's compute_id file; None when there is no file."""
     try:
         with open(path) as f:
@@ -54,7 +59,7 @@ def read_compute_id(path):
         raise NovaTreeError('nova\'s %s does not hold a uuid: %r' % (path, text[:60])) from None
 
 
-def compute_node_uuid(conf):
+def compute_node_uuid(conf: cfg.ConfigOpts) -> str | None:
     """nova's compute node uuid when the agent runs beside nova-compute,
     None when it reports the host itself ([tracker] nova_compute)."""
     mode = conf.tracker.nova_compute
@@ -68,7 +73,7 @@ def compute_node_uuid(conf):
     return found
 
 
-def device_address(name, root_name):
+def device_address(name: str, root_name: str) -> str | None:
     """The PCI address a provider of nova's tree stands for, from its name
     (``<root>_<address>`` or ``<root>_pci_0000_81_00_0``); None otherwise."""
     prefix = root_name + '_'
@@ -89,24 +94,25 @@ class Adopted:
     nova reports no provider for ({guest: [our provider names]})."""
     root_uuid: str
     root_name: str
-    instances: list
-    unplaced: dict = dataclasses.field(default_factory=dict)
+    instances: list[base.Instance]
+    unplaced: dict[str, list[str]] = dataclasses.field(default_factory=dict)
 
 
-def adopt(snapshot, nova_tree, root_uuid):
+def adopt(snapshot: base.HostSnapshot, nova_tree: ProviderTree, root_uuid: str) -> Adopted:
     """Move the snapshot's guests' claims onto nova's tree (a ProviderTree
     read from placement). Raises NovaTreeError when nova's root is missing."""
     root = nova_tree.find(root_uuid)
     if root is None:
         raise NovaTreeError('nova\'s compute node provider %s is not in placement '
                             '(has nova-compute reported this host yet?)' % root_uuid)
-    by_address = {}
+    by_address: dict[str, Provider] = {}
     for child in nova_tree.subtree(root_uuid):
         address = device_address(child.name, root.name)
         if address is not None:
             by_address[address] = child
     ours = {p.uuid: p for p in snapshot.providers}
-    mapping = {}             # our provider uuid -> nova's provider (None: unplaced)
+    # our provider uuid -> nova's provider (None: unplaced)
+    mapping: dict[str, Provider | None] = {}
     for provider in snapshot.providers:
         if provider.uuid == snapshot.root.uuid:
             mapping[provider.uuid] = root
@@ -116,15 +122,17 @@ def adopt(snapshot, nova_tree, root_uuid):
             mapping[provider.uuid] = (by_address.get(address) if address else root)
     adopted = Adopted(root_uuid, root.name, [])
     for instance in snapshot.instances:
-        claims = {}
+        claims: dict[str, dict[str, int]] = {}
         for rp, amounts in instance.allocations.items():
+            nova_provider = mapping.get(rp)
+            classes: set[str] | None
             if rp not in ours:       # a sharing provider: the same for nova
                 target, classes = rp, None
-            elif mapping.get(rp) is None:
+            elif nova_provider is None:
                 adopted.unplaced.setdefault(instance.uuid, []).append(ours[rp].name)
                 continue
             else:
-                target, classes = mapping[rp].uuid, set(mapping[rp].inventories)
+                target, classes = nova_provider.uuid, set(nova_provider.inventories)
             for rc, n in amounts.items():
                 rc = _nova_class(rc, classes)
                 held = claims.setdefault(target, {})
@@ -135,7 +143,7 @@ def adopt(snapshot, nova_tree, root_uuid):
     return adopted
 
 
-def _nova_class(rc, classes):
+def _nova_class(rc: str, classes: set[str] | None) -> str:
     """A device's class as nova's provider offers it: nova names PCI classes
     its own way (CUSTOM_PCI_<VENDOR>_<PRODUCT>); a child with one class is
     the device's."""

@@ -31,6 +31,8 @@ What differs is the sync's rule (placement.allocations: ``normalize``,
 ``host_part``) and a repair is the allocation sync's reconcile
 (placement.consumers): one rule each, for the audit, the daemon and --fix.
 """
+from collections.abc import Callable
+from collections.abc import Iterable
 import dataclasses
 import json
 import logging
@@ -38,7 +40,9 @@ import os
 import time
 
 from tracker.audit import Drift
+from tracker.drivers.base import Instance
 from tracker.placement import allocations as alloc_mod
+from tracker.placement.known import ConsumerRecord
 
 LOG = logging.getLogger(__name__)
 
@@ -54,29 +58,30 @@ class Repair:
     """One consumer's allocations brought to ``wanted`` on the host's
     providers (empty: its part here removed, the rest kept)."""
     consumer: str
-    wanted: dict
+    wanted: alloc_mod.Allocations
     project_id: str | None = None
     user_id: str | None = None
 
 
 @dataclasses.dataclass
 class Findings:
-    drift: list = dataclasses.field(default_factory=list)
-    repairs: list = dataclasses.field(default_factory=list)
-    held: list = dataclasses.field(default_factory=list)   # Drift('migration_in_flight')
-    protected: set = dataclasses.field(default_factory=set)
+    drift: list[Drift] = dataclasses.field(default_factory=list)
+    repairs: list[Repair] = dataclasses.field(default_factory=list)
+    held: list[Drift] = dataclasses.field(default_factory=list)   # Drift('migration_in_flight')
+    protected: set[str] = dataclasses.field(default_factory=set)
 
 
 class ConsumerAges:
     """When the agent first saw each consumer in a state worth timing
     ({consumer: unix time}); a JSON file, or memory when ``path`` is None."""
 
-    def __init__(self, path=None, clock=time.time):
+    def __init__(self, path: str | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
         self.path = path
         self.clock = clock
         self.first_seen = self._load()
 
-    def _load(self):
+    def _load(self) -> dict[str, float]:
         if not self.path:
             return {}
         try:
@@ -89,10 +94,10 @@ class ConsumerAges:
             LOG.warning('ignoring unreadable %s (%s): ages start again', self.path, exc)
             return {}
 
-    def age(self, key, now):
+    def age(self, key: str, now: float) -> float:
         return now - self.first_seen.setdefault(key, now)
 
-    def keep_only(self, keys):
+    def keep_only(self, keys: set[str]) -> None:
         """Forget the consumers no longer in a timed state, then save."""
         self.first_seen = {k: v for k, v in self.first_seen.items() if k in keys}
         if not self.path:
@@ -106,23 +111,24 @@ class ConsumerAges:
             LOG.warning('consumer ages not saved to %s: %s', self.path, exc.strerror)
 
 
-def _owner(record):
+def _owner(record: ConsumerRecord | None) -> tuple[str | None, str | None]:
     return (record or {}).get('project_id'), (record or {}).get('user_id')
 
 
-def _elsewhere(record, part):
+def _elsewhere(record: ConsumerRecord, part: alloc_mod.Allocations) -> alloc_mod.Allocations:
     return {rp: res for rp, res in alloc_mod.normalize(record).items() if rp not in part}
 
 
-def findings(instances, consumers, managed, root_uuid, ages, *, orphan_grace,
-             migration_max_age, now=None):
+def findings(instances: Iterable[Instance], consumers: dict[str, ConsumerRecord],
+             managed: set[str], root_uuid: str, ages: ConsumerAges, *, orphan_grace: float,
+             migration_max_age: float, now: float | None = None) -> Findings:
     """Findings for ``instances`` (on nova's tree, see nova_compute.adopt)
     against ``consumers`` ({consumer: record} holding resources on the
     tree) on the ``managed`` providers (the tree and its sharing ones)."""
     now = time.time() if now is None else now
     out = Findings()
-    timed = set()
-    in_flight = {}
+    timed: set[str] = set()
+    in_flight: dict[str, ConsumerRecord] = {}
     for consumer, record in sorted(consumers.items()):
         if record.get('consumer_type') != MIGRATION:
             continue
@@ -131,7 +137,7 @@ def findings(instances, consumers, managed, root_uuid, ages, *, orphan_grace,
         age = ages.age(key, now)
         part = alloc_mod.host_part(record, managed)
         if age >= migration_max_age:
-            detail = {'placement': part, 'age_seconds': int(age)}
+            detail: dict[str, object] = {'placement': part, 'age_seconds': int(age)}
             elsewhere = _elsewhere(record, part)
             if elsewhere:
                 detail['elsewhere'] = elsewhere
@@ -143,7 +149,8 @@ def findings(instances, consumers, managed, root_uuid, ages, *, orphan_grace,
             out.held.append(Drift('migration_in_flight', consumer, '', {
                 'placement': part, 'age_seconds': int(age)}))
 
-    def moving(project_id, user_id, part):
+    def moving(project_id: str | None, user_id: str | None,
+               part: alloc_mod.Allocations) -> str | None:
         """The in-flight migration holding this guest's resources here, if
         any: the same resources, and the same owner (nova writes a
         migration's consumer with its instance's project and user)."""
@@ -154,28 +161,28 @@ def findings(instances, consumers, managed, root_uuid, ages, *, orphan_grace,
                 return migration
         return None
 
-    domains = set()
+    domains: set[str] = set()
     for instance in instances:
         domains.add(instance.uuid)
         wanted = alloc_mod.normalize(instance.allocations)
-        record = consumers.get(instance.uuid)
-        have = alloc_mod.host_part(record, managed, wanted) if record else {}
+        held = consumers.get(instance.uuid)
+        have = alloc_mod.host_part(held, managed, wanted) if held else {}
         if have == wanted:
             continue
-        project_id = instance.project_id or _owner(record)[0]
-        user_id = instance.user_id or _owner(record)[1]
+        project_id = instance.project_id or _owner(held)[0]
+        user_id = instance.user_id or _owner(held)[1]
         migration = moving(project_id, user_id, wanted)
         if migration:
             out.protected.add(instance.uuid)
             continue
         if not have:
-            kind, detail = 'allocation_missing', {'host': wanted}
+            kind, shown = 'allocation_missing', {'host': wanted}
         elif have.get(root_uuid) == wanted.get(root_uuid):
             kind = 'allocation_device_missing'
-            detail = {'host': wanted, 'placement': have}
+            shown = {'host': wanted, 'placement': have}
         else:
-            kind, detail = 'allocation_differs', {'host': wanted, 'placement': have}
-        out.drift.append(Drift(kind, instance.uuid, instance.name, detail))
+            kind, shown = 'allocation_differs', {'host': wanted, 'placement': have}
+        out.drift.append(Drift(kind, instance.uuid, instance.name, shown))
         out.repairs.append(Repair(instance.uuid, wanted, project_id, user_id))
 
     for consumer, record in sorted(consumers.items()):

@@ -3,9 +3,8 @@
 It lives in ``tracker.placement.client`` beside the modules it uses; this
 path stays for whoever imports it from here (nova-style tests, tools).
 """
-from tracker.placement.client import AllocationResult
 from tracker.placement.client import ReportClient
-from tracker.placement.client import SyncResult
+from tracker.placement.consumers import AllocationResult
 from tracker.placement.errors import ConsumerConflict
 from tracker.placement.errors import DuplicateProviderName
 from tracker.placement.errors import GenerationConflict
@@ -19,6 +18,7 @@ from tracker.placement.errors import ReshapeUnsupported
 from tracker.placement.errors import UnknownHost
 from tracker.placement.options import adapter_from_conf
 from tracker.placement.options import list_opts
+from tracker.placement.sync import SyncResult
 
 __all__ = [
     'AllocationResult', 'ConsumerConflict', 'DuplicateProviderName',

@@ -4,6 +4,7 @@ A datagram to the socket named by $NOTIFY_SOCKET (a leading '@' is the
 Linux abstract namespace). Without that variable (not started by systemd)
 every call is a no-op, so the agent runs the same everywhere.
 """
+from collections.abc import Mapping
 import logging
 import os
 import socket
@@ -12,15 +13,15 @@ LOG = logging.getLogger(__name__)
 
 
 class Notifier:
-    def __init__(self, environ=None):
+    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
         environ = os.environ if environ is None else environ
-        self.address = environ.get('NOTIFY_SOCKET') or None
+        self.address: str | None = environ.get('NOTIFY_SOCKET') or None
         if self.address and self.address.startswith('@'):
             self.address = '\0' + self.address[1:]
         self.watchdog_interval = self._watchdog_interval(environ)
 
     @staticmethod
-    def _watchdog_interval(environ):
+    def _watchdog_interval(environ: Mapping[str, str]) -> float | None:
         """Seconds between keep-alives: half of WATCHDOG_USEC, or None."""
         usec = environ.get('WATCHDOG_USEC')
         pid = environ.get('WATCHDOG_PID')
@@ -32,7 +33,7 @@ class Notifier:
         except ValueError:
             return None
 
-    def send(self, **fields):
+    def send(self, **fields: object) -> bool:
         """Send KEY=value lines; True when delivered."""
         if not self.address:
             return False
@@ -47,14 +48,14 @@ class Notifier:
             LOG.warning('systemd notify failed: %s', exc)
             return False
 
-    def ready(self, status=None):
+    def ready(self, status: str | None = None) -> bool:
         return self.send(ready=1, **({'status': status} if status else {}))
 
-    def status(self, text):
+    def status(self, text: str) -> bool:
         return self.send(status=text)
 
-    def watchdog(self):
+    def watchdog(self) -> bool:
         return self.send(watchdog=1)
 
-    def stopping(self):
+    def stopping(self) -> bool:
         return self.send(stopping=1)

@@ -1,13 +1,16 @@
 """A provider tree with its usage, as an operator reads it."""
+from collections.abc import Sequence
 import textwrap
+from typing import Any
 
 from tracker.placement.allocations import normalize as normalize_allocations
+from tracker.providers.provider import Provider
 from tracker.providers.provider import capacity
 
 
-def usage_by_provider(allocations):
+def usage_by_provider(allocations: dict[str, Any] | None) -> dict[str, dict[str, int]]:
     """``{rp_uuid: {rc: used}}`` summed over every consumer."""
-    usage = {}
+    usage: dict[str, dict[str, int]] = {}
     for consumer_allocations in (allocations or {}).values():
         for rp, resources in normalize_allocations(consumer_allocations).items():
             used = usage.setdefault(rp, {})
@@ -16,19 +19,19 @@ def usage_by_provider(allocations):
     return usage
 
 
-def format_tree(providers, allocations):
+def format_tree(providers: Sequence[Provider], allocations: dict[str, Any] | None) -> str:
     """One line per provider (indented under its parent), then one line
     per inventory: used / capacity (capacity = (total - reserved) * ratio),
     then the total, reserved and allocation ratio it comes from."""
     usage = usage_by_provider(allocations)
-    children = {}
+    children: dict[str | None, list[Provider]] = {}
     for p in providers:
         children.setdefault(p.parent_uuid, []).append(p)
     known = {p.uuid for p in providers}
     roots = [p for p in providers if p.parent_uuid not in known]
-    lines = []
+    lines: list[str] = []
 
-    def show(provider, depth):
+    def show(provider: Provider, depth: int) -> None:
         pad = '  ' * depth
         lines.append('%s%s (%s)' % (pad, provider.name, provider.uuid))
         for label, values in (('traits', provider.traits),

@@ -19,6 +19,7 @@ across restarts (tracker.placement.ownership).
 """
 from collections.abc import Callable
 from collections.abc import Iterator
+from collections.abc import Sequence
 import contextlib
 import copy
 import logging
@@ -132,7 +133,7 @@ class ReportClient:
     # -- providers ----------------------------------------------------------
 
     def sync(self, desired: tree_mod.ProviderTree | list[Provider],
-             instances: list[Instance] | None = None) -> SyncResult:
+             instances: Sequence[Instance] | None = None) -> SyncResult:
         """Make placement hold ``desired``; returns a SyncResult.
 
         ``instances`` (optional) tells a reshape where each instance's moved
@@ -228,7 +229,7 @@ class ReportClient:
                                             for rp, res in r['allocations'].items()})
                     for c, r in consumers.items()}
 
-    def sync_allocations(self, root_uuid: str, instances: list[Instance], *,
+    def sync_allocations(self, root_uuid: str, instances: Sequence[Instance], *,
                          authoritative: bool = True) -> AllocationResult:
         """Make the tree's allocations those of ``instances``."""
         return self._allocation_sync(

@@ -7,6 +7,7 @@ placement's POST /reshaper. So must allocations that change class on one
 provider as it gains that class (a pinned guest's VCPU becoming PCPU when
 dedicated CPUs are configured). This module only plans; it never sends.
 """
+from collections.abc import Sequence
 import dataclasses
 from typing import Any
 
@@ -50,7 +51,7 @@ def candidate_moves(tree_diff: diff_mod.TreeDiff, desired: tree_mod.ProviderTree
 
 def plan(moves: list[Move], desired: tree_mod.ProviderTree, known: tree_mod.ProviderTree,
          consumers: dict[str, ConsumerRecord],
-         instances: list[alloc_mod.Instance] | None = None,
+         instances: Sequence[alloc_mod.Instance] | None = None,
          retyped: dict[str, set[str]] | None = None) -> dict[str, Any]:
     """The POST /reshaper body for ``moves`` and ``retyped``.
 

@@ -41,7 +41,8 @@ def list_providers(http: http_mod.Transport, **query: str) -> list[dict[str, Any
         return []
     if not resp.ok:
         raise unexpected(resp, 'listing providers')
-    return resp.body['resource_providers']
+    providers: list[dict[str, Any]] = resp.body['resource_providers']
+    return providers
 
 
 def fill(http: http_mod.Transport, provider: Provider) -> Provider | None:

@@ -9,6 +9,7 @@ A 409 concurrent_update refreshes only that provider and tries again, a
 bounded number of times.
 """
 from collections.abc import Iterable
+from collections.abc import Sequence
 import dataclasses
 import logging
 
@@ -53,7 +54,7 @@ class ProviderSync:
     """Writes ``desired`` over ``known.tree`` for one call of sync()."""
 
     def __init__(self, http: http_mod.Transport, known: KnownPlacement,
-                 desired: tree_mod.ProviderTree, instances: list[alloc_mod.Instance] | None,
+                 desired: tree_mod.ProviderTree, instances: Sequence[alloc_mod.Instance] | None,
                  result: SyncResult, conflict_retries: int) -> None:
         self.http = http
         self.known = known

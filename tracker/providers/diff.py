@@ -50,7 +50,7 @@ class TreeDiff:
 def _differs(a: Any, b: Any) -> bool:
     if isinstance(a, float) or isinstance(b, float):
         return abs(float(a or 0) - float(b or 0)) > 1e-9
-    return a != b
+    return bool(a != b)
 
 
 def inventory_changes(desired: Provider, known: Provider) -> InventoryChanges:
