@@ -8,6 +8,7 @@ From the outside in:
                  with a code, never a traceback)
   auth           noauth2 or keystonemiddleware (sets X-User-Id, X-Roles...)
   dispatch       builds the RequestContext, routes, calls the handler
+                 under the one retry policy (``retry.run``)
 
 WSGI servers import ``placement_server.wsgi_app:application``, which
 placement_server.deploy builds with the operator layers (health check,
@@ -26,6 +27,7 @@ from placement_server import context
 from placement_server import errors
 from placement_server import handlers
 from placement_server import microversion
+from placement_server import retry
 from placement_server import router
 from placement_server import util
 
@@ -110,7 +112,8 @@ class Dispatcher:
             raise errors.BadRequest('NUL characters are not allowed in the URL.')
         _check_body_headers(environ)
         handler, kwargs = self.router.match(req.method, path)
-        resp = handler(req, **kwargs)
+        # The one retry policy: a write that lost a race runs again whole.
+        resp = retry.run(req, lambda: handler(req, **kwargs))
         return resp(environ, start_response)
 
 

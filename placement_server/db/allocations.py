@@ -4,10 +4,11 @@
 caller's transaction: it locks the providers involved, checks every
 claim against capacity and min_unit/max_unit/step_size in one query,
 writes, and bumps each provider's generation once and each consumer's
-generation once. ``write_with_retry`` runs it in a fresh transaction,
-replaying it when a provider generation moved under it (another writer
-won, or a consumer, project or user it creates was created meanwhile), so
-concurrent claims serialize instead of failing.
+generation once. ``write_or_replay`` runs it in a fresh transaction, and
+has the request replayed (``placement_server.retry``) when a provider
+generation moved under it (another writer won, or a consumer, project or
+user it creates was created meanwhile), so concurrent claims serialize
+instead of failing.
 """
 import collections
 import dataclasses
@@ -16,6 +17,7 @@ import logging
 import sqlalchemy as sa
 
 from placement_server import errors
+from placement_server import retry
 from placement_server.db import api
 from placement_server.db import changes
 from placement_server.db import consumers
@@ -28,9 +30,6 @@ ALLOC = tables.allocations
 INV = tables.inventories
 RP = tables.resource_providers
 RC = tables.resource_classes
-
-# How many times a write is replayed after losing a provider generation race.
-CONFLICT_RETRIES = 10
 
 # A consumer_generation nobody checks (requests before 1.28).
 UNCHECKED = object()
@@ -279,18 +278,17 @@ def replace_allocations(conn, consumer_uuid, allocations, project_id, user_id,
                                      consumer_generation, consumer_type)])
 
 
-def write_with_retry(db, requests, attempts=CONFLICT_RETRIES):
-    """``write`` in its own transaction, replayed on provider generation races."""
-    for attempt in range(1, attempts + 1):
-        try:
-            with consumers.raced('consumer'), db.writer() as conn:
-                return write(conn, requests)
-        except (ProviderGenerationConflict, consumers.InsertRace):
-            if attempt == attempts:
-                LOG.warning('allocation write lost %d races with other writers', attempts)
-                raise
-            LOG.debug('provider generation moved or consumer created meanwhile, '
-                      'replaying allocation write')
+def write_or_replay(db, requests):
+    """``write`` in its own transaction. A provider generation that moved
+    under it (another writer won) or a consumer, project or user created
+    meanwhile asks the request's retry policy to run the request again
+    (``retry.Replay``): the client named none of those, so concurrent
+    claims serialize instead of failing."""
+    try:
+        with consumers.raced('consumer'), db.writer() as conn:
+            write(conn, requests)
+    except (ProviderGenerationConflict, consumers.InsertRace) as e:
+        raise retry.Replay(e)
 
 
 def delete_for_consumer(conn, consumer_uuid):

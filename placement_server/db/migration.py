@@ -15,6 +15,7 @@ import os_traits
 from oslo_config import cfg
 import sqlalchemy as sa
 
+from placement_server import retry
 from placement_server.db import api
 from placement_server.db import changes
 from placement_server.db import tables
@@ -76,7 +77,7 @@ def stamp(db, revision):
                                            "upstream placement's" % revision)
 
 
-@api.retry_on_deadlock
+@retry.replaying()
 def _seed(db):
     now = api.utcnow()
     with db.writer() as conn:

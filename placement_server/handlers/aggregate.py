@@ -2,7 +2,6 @@
 from placement_server import errors
 from placement_server import util
 from placement_server.db import aggregates as db
-from placement_server.db import api
 from placement_server.db import providers
 from placement_server.schemas import aggregate as schema
 
@@ -26,7 +25,6 @@ def get_aggregates(req, uuid):
 
 
 @util.since('1.1')
-@api.retry_on_deadlock
 def put_aggregates(req, uuid):
     req.context.can('placement:resource_providers:aggregates:update')
     try:

@@ -5,7 +5,6 @@ import collections
 from placement_server import errors
 from placement_server import util
 from placement_server.db import allocations as db
-from placement_server.db import api
 from placement_server.db import consumers
 from placement_server.db import providers
 from placement_server.db import usages
@@ -91,20 +90,17 @@ def list_for_provider(req, uuid):
     return util.json_response(req, body, modified=_newest(rows))
 
 
-@api.retry_on_deadlock
 def set_for_consumer(req, consumer_uuid):
     req.context.can('placement:allocations:update')
     consumer_uuid = _consumer_uuid(consumer_uuid)
     data = util.extract_json(req, schema.put_schema(req.version))
     with errors.worded(errors.ResourceClassNotFound,
                        'Unable to allocate inventory for consumer %s: ' % consumer_uuid):
-        db.write_with_retry(req.db, [_request(req, consumer_uuid, data)],
-                            req.conf.placement.allocation_conflict_retry_count)
+        db.write_or_replay(req.db, [_request(req, consumer_uuid, data)])
     return util.no_content()
 
 
 @util.since('1.13')
-@api.retry_on_deadlock
 def set_allocations(req):
     req.context.can('placement:allocations:manage')
     data = util.extract_json(req, schema.post_schema(req.version))
@@ -115,12 +111,10 @@ def set_allocations(req):
             raise errors.BadRequest('Consumer %s appears twice.' % consumer_uuid)
         requests[consumer_uuid] = _request(req, consumer_uuid, part)
     with errors.worded(errors.ResourceClassNotFound, 'Unable to allocate inventory '):
-        db.write_with_retry(req.db, list(requests.values()),
-                            req.conf.placement.allocation_conflict_retry_count)
+        db.write_or_replay(req.db, list(requests.values()))
     return util.no_content()
 
 
-@api.retry_on_deadlock
 def delete_for_consumer(req, consumer_uuid):
     req.context.can('placement:allocations:delete')
     with req.db.writer() as conn:

@@ -3,7 +3,6 @@ once (GET, PUT, DELETE from 1.5, POST one class) and one class at a time
 (GET, PUT, DELETE)."""
 from placement_server import errors
 from placement_server import util
-from placement_server.db import api
 from placement_server.db import inventories as db
 from placement_server.db import providers
 from placement_server.schemas import inventory as schema
@@ -74,7 +73,6 @@ def list_inventories(req, uuid):
     return _send_all(req, provider['generation'], rows)
 
 
-@api.retry_on_deadlock
 def set_inventories(req, uuid):
     req.context.can('placement:resource_providers:inventories:update')
     data = _body(req, uuid, schema.PUT_ALL)
@@ -91,7 +89,6 @@ def set_inventories(req, uuid):
     return _send_all(req, provider['generation'], dict(sorted(rows.items())))
 
 
-@api.retry_on_deadlock
 def delete_inventories(req, uuid):
     if req.version < (1, 5):
         # The route exists before 1.5, the method does not.
@@ -103,7 +100,6 @@ def delete_inventories(req, uuid):
     return util.no_content()
 
 
-@api.retry_on_deadlock
 def create_inventory(req, uuid):
     req.context.can('placement:resource_providers:inventories:create')
     data = _body(req, uuid, schema.POST)
@@ -133,7 +129,6 @@ def get_inventory(req, uuid, resource_class):
     return _send_one(req, provider['generation'], row)
 
 
-@api.retry_on_deadlock
 def update_inventory(req, uuid, resource_class):
     req.context.can('placement:resource_providers:inventories:update')
     data = _body(req, uuid, schema.INVENTORY)
@@ -148,7 +143,6 @@ def update_inventory(req, uuid, resource_class):
     return _send_one(req, generation, row)
 
 
-@api.retry_on_deadlock
 def delete_inventory(req, uuid, resource_class):
     req.context.can('placement:resource_providers:inventories:delete')
     with req.db.writer() as conn:

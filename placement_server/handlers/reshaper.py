@@ -2,7 +2,6 @@
 from placement_server import errors
 from placement_server import util
 from placement_server.db import allocations
-from placement_server.db import api
 from placement_server.db import consumers as consumers_db
 from placement_server.db import inventories
 from placement_server.db import reshaper as db
@@ -40,7 +39,6 @@ def _consumers(data):
 
 
 @util.since('1.30')
-@api.retry_on_deadlock
 def reshape(req):
     req.context.can('placement:reshaper:reshape')
     data = util.extract_json(req, schema.for_version(req.version))

@@ -2,7 +2,6 @@
 (PUT before 1.7), delete."""
 from placement_server import errors
 from placement_server import util
-from placement_server.db import api
 from placement_server.db import resource_classes as db
 from placement_server.schemas import resource_class as schema
 
@@ -48,7 +47,6 @@ def create_resource_class(req):
 
 
 @util.since('1.2')
-@api.retry_on_deadlock
 def update_resource_class(req, name):
     req.context.can('placement:resource_classes:update')
     if req.version >= (1, 7):

@@ -39,7 +39,6 @@ def _modified(row):
     return row.updated_at or row.created_at
 
 
-@api.retry_on_deadlock
 def _create(database, uuid, name, parent_uuid):
     try:
         with database.writer() as conn:
@@ -89,7 +88,6 @@ def get_resource_provider(req, uuid):
     return util.json_response(req, renderer(req)(row), modified=_modified(row))
 
 
-@api.retry_on_deadlock
 def _update(database, uuid, data, allow_reparent):
     with database.writer() as conn:
         parent = data.get('parent_provider_uuid', db.UNSET)
@@ -114,7 +112,6 @@ def update_resource_provider(req, uuid):
     return util.json_response(req, renderer(req)(row), modified=_modified(row))
 
 
-@api.retry_on_deadlock
 def _delete(database, uuid):
     with database.writer() as conn:
         db.delete(conn, uuid)

@@ -4,7 +4,6 @@ import re
 
 from placement_server import errors
 from placement_server import util
-from placement_server.db import api
 from placement_server.db import providers
 from placement_server.db import traits as db
 from placement_server.schemas import trait as schema
@@ -66,7 +65,6 @@ def get_trait(req, name):
 
 
 @util.since('1.6')
-@api.retry_on_deadlock
 def put_trait(req, name):
     req.context.can('placement:traits:update')
     if len(name) > 255 or not _CUSTOM.match(name):
@@ -81,7 +79,6 @@ def put_trait(req, name):
 
 
 @util.since('1.6')
-@api.retry_on_deadlock
 def delete_trait(req, name):
     req.context.can('placement:traits:delete')
     with req.db.writer() as conn:
@@ -107,7 +104,6 @@ def get_provider_traits(req, uuid):
 
 
 @util.since('1.6')
-@api.retry_on_deadlock
 def put_provider_traits(req, uuid):
     req.context.can('placement:resource_providers:traits:update')
     data = util.extract_json(req, schema.PROVIDER_TRAITS)
@@ -123,7 +119,6 @@ def put_provider_traits(req, uuid):
 
 
 @util.since('1.6')
-@api.retry_on_deadlock
 def delete_provider_traits(req, uuid):
     req.context.can('placement:resource_providers:traits:delete')
     with req.db.writer() as conn:

@@ -14,6 +14,7 @@ import webob
 from placement_server import deploy
 from placement_server import errors
 from placement_server import policy
+from placement_server import retry
 from placement_server.db import api as db_api
 from placement_server.db import tables
 
@@ -82,13 +83,13 @@ def test_a_deadlock_reaches_the_retry_as_dbdeadlock(_databases, backend):
     failed = [e for e in outcome if e is not None]
     assert len(failed) == 1, outcome
     assert isinstance(failed[0], db_exc.DBDeadlock), repr(failed[0])
-    assert db_api.is_transient(failed[0])
+    assert retry.is_transient(failed[0])
 
 
 def test_retry_replays_transient_errors_then_gives_503():
     calls = []
 
-    @db_api.retry_on_deadlock(attempts=3)
+    @retry.replaying(attempts=3)
     def conflicted(outcomes):
         calls.append(1)
         outcome = outcomes.pop(0)
@@ -115,7 +116,7 @@ def test_a_deadlock_hidden_by_a_failed_savepoint_rollback_is_replayed():
     # savepoint's rollback then fails, raised while handling the deadlock.
     calls = []
 
-    @db_api.retry_on_deadlock(attempts=3)
+    @retry.replaying(attempts=3)
     def create():
         calls.append(1)
         if len(calls) == 1:
