@@ -359,8 +359,23 @@ def _searches(view: view_mod.ResourceView, request: request_mod.CandidateRequest
         parent_of=lambda rp: rows[rp].parent,
         parents_in=lambda root: {p for rp in members.get(root, ())
                                  if (p := rows[rp].parent) is not None})
-    return {anchor: assign.AnchorSearch(anchor, rules, [o[anchor] for o in options])
-            for anchor in anchors}
+    # Anchors alike up to their providers' names share one search.
+    sources: Sources = {}
+    searched: dict[Hashable, tuple[assign.AnchorSearch, list[int]]] = {}
+    for anchor in sorted(anchors):
+        groups = [o[anchor] for o in options]
+        twin = assign.twin_key(rules, groups)
+        if twin is None:
+            sources[anchor] = assign.AnchorSearch(anchor, rules, groups)
+            continue
+        key, providers = twin
+        if key in searched:
+            search_, theirs = searched[key]
+            sources[anchor] = assign.Twin(search_, dict(zip(theirs, providers)))
+        else:
+            search_ = sources[anchor] = assign.AnchorSearch(anchor, rules, groups)
+            searched[key] = (search_, providers)
+    return sources
 
 
 def _with_summaries(view: view_mod.ResourceView, request: request_mod.CandidateRequest,

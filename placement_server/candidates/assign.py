@@ -21,6 +21,12 @@ partial choice as soon as it
   capacity, same use so far): a dead end is found once, not once for
   every permutation of identical devices.
 
+Identical hosts are searched once: anchors whose searches would be the
+same step for step, up to the names of their providers (``twin_key``),
+share one search, each reading its candidates through its own names
+(``Twin``). A fleet of one hardware model, mostly free, is a handful of
+searches however many hosts it has.
+
 The search keeps its place: ``get(i, budget)`` goes only as far as the
 i-th candidate, and a budget that runs out (``OutOfTime``) leaves it where
 it was, so a search kept with the request's answers goes on next time.
@@ -28,6 +34,7 @@ Candidates come in the order the product would give them.
 """
 from collections.abc import Callable
 from collections.abc import Collection
+from collections.abc import Hashable
 import dataclasses
 import time
 
@@ -352,3 +359,70 @@ def _interchangeable(anchor: int, rules: Rules, groups: list[list[Piece]]) -> di
         found[rp] = (rules.parent_of(rp), frozenset(indexes),
                      tuple(capacity.get((rp, rc)) for rc in rules.shared))
     return found
+
+
+def twin_key(rules: Rules, groups: list[list[Piece]]) -> tuple[Hashable, list[int]] | None:
+    """What the candidates of an anchor with these pieces depend on, its
+    providers named by their order of appearance, and those providers in
+    that order; None where more is read (same_subtree's ancestries, an old
+    microversion's one-provider-per-tree rule).
+
+    Anchors with the same key have the same candidates once the i-th
+    provider of one stands for the i-th of the other: the same pieces in
+    the same order, judged alike (amounts add up only in the shared
+    classes, whose capacity is in the key; isolate compares providers).
+    How a search prunes (``_Pool``, ``_interchangeable``) never changes
+    what it finds, so it need not be alike."""
+    if rules.subtrees or not rules.nested_aware:
+        return None
+    local: dict[int, int] = {}
+    lists: list[object] = []
+    first: dict[int, int] = {}
+    for index, pieces in enumerate(groups):
+        earlier = first.setdefault(id(pieces), index)
+        if earlier != index:
+            lists.append(earlier)
+            continue
+        shape: list[object] = []
+        for piece in pieces:
+            mapped = piece.mapped
+            if len(mapped) == 1 and len(piece.amounts) == 1:
+                rp = mapped[0]
+                if rp not in local:
+                    local[rp] = len(local)
+                shape.append((local[rp], piece.amounts[rp]))
+                continue
+            for rp in mapped:
+                if rp not in local:
+                    local[rp] = len(local)
+            shape.append((tuple([local[rp] for rp in mapped]),
+                          tuple([(local[rp], asked) for rp, asked in piece.amounts.items()])))
+        lists.append(tuple(shape))
+    if rules.shared:
+        capacity = rules.capacity
+        lists.append(tuple([capacity.get((rp, rc)) for rp in local for rc in rules.shared]))
+    return tuple(lists), list(local)
+
+
+class Twin:
+    """An anchor's candidates read from an identical anchor's search
+    (``twin_key``): the same candidates, each provider of the other named
+    as its counterpart here."""
+
+    def __init__(self, search: AnchorSearch, counterpart: dict[int, int]) -> None:
+        self.search = search
+        self.counterpart = counterpart
+        self.items: list[Candidate] = []
+
+    def get(self, i: int, budget: Budget) -> Candidate | None:
+        items = self.items
+        while len(items) <= i:
+            found = self.search.get(len(items), budget)
+            if found is None:
+                return None
+            to = self.counterpart
+            items.append(Candidate(
+                {to[rp]: asked for rp, asked in found.amounts.items()},
+                {suffix: sorted(to[rp] for rp in rps)
+                 for suffix, rps in found.mappings.items()}))
+        return items[i]

@@ -98,8 +98,17 @@ def spread_options(by_anchor: dict[int, dict[int, list[int]]], resources: dict[i
             if pieces:
                 options[anchor] = pieces
         return options
+    asked_all = tuple((rc, resources[rc]) for rc in classes)
     for anchor, per_class in by_anchor.items():
         if any(not per_class.get(rc) for rc in classes):
+            continue
+        alone = per_class[classes[0]]
+        if len(alone) == 1 and all(per_class[rc] == alone for rc in classes):
+            # One provider holds every class (a compute node's root, most
+            # often): one piece, no product.
+            p = alone[0]
+            if not wanted or wanted <= meets[p]:
+                options[anchor] = [Piece({p: asked_all}, frozenset(alone), [p])]
             continue
         pieces = []
         for choice in itertools.product(*(per_class[rc] for rc in classes)):
