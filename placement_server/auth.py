@@ -5,11 +5,17 @@ are (``user`` or ``user:project``), and ``admin`` is an admin. It sets the
 same headers keystonemiddleware's auth_token would, so everything behind
 it is the same under either strategy.
 """
+from collections.abc import Iterable
+from wsgiref.types import StartResponse
+from wsgiref.types import WSGIApplication
+from wsgiref.types import WSGIEnvironment
+
+from oslo_config import cfg
 
 from placement_server import errors
 
 
-def is_public(environ):
+def is_public(environ: WSGIEnvironment) -> bool:
     # The version document at / is for anyone: clients read it to learn the
     # microversion range before they have a token.
     return environ.get('PATH_INFO', '') in ('', '/')
@@ -17,10 +23,11 @@ def is_public(environ):
 
 class NoAuth2:
 
-    def __init__(self, app):
+    def __init__(self, app: WSGIApplication) -> None:
         self.app = app
 
-    def __call__(self, environ, start_response):
+    def __call__(self, environ: WSGIEnvironment,
+                 start_response: StartResponse) -> Iterable[bytes]:
         token = environ.get('HTTP_X_AUTH_TOKEN')
         if not token:
             if is_public(environ):
@@ -40,7 +47,7 @@ class NoAuth2:
         return self.app(environ, start_response)
 
 
-def keystone_conf_missing(conf):
+def keystone_conf_missing(conf: cfg.ConfigOpts) -> list[str]:
     """The [keystone_authtoken] options auth_token cannot work without and
     that ``conf`` lacks (registering the group's options as needed)."""
     from keystoneauth1 import loading
@@ -53,7 +60,7 @@ def keystone_conf_missing(conf):
             if not getattr(conf.keystone_authtoken, name, None)]
 
 
-def keystone(app, conf):
+def keystone(app: WSGIApplication, conf: cfg.ConfigOpts) -> WSGIApplication:
     """keystonemiddleware's auth_token, configured from [keystone_authtoken]."""
     from keystonemiddleware import auth_token
 
@@ -62,16 +69,17 @@ def keystone(app, conf):
         # Fail when the server loads the app, not with a 500 per request.
         raise RuntimeError('auth strategy keystone needs [keystone_authtoken] %s'
                            % ' and '.join(missing))
-    inner = auth_token.AuthProtocol(app, {'oslo_config_config': conf})
+    inner: WSGIApplication = auth_token.AuthProtocol(app, {'oslo_config_config': conf})
 
-    def middleware(environ, start_response):
+    def middleware(environ: WSGIEnvironment,
+                   start_response: StartResponse) -> Iterable[bytes]:
         if is_public(environ):
             return app(environ, start_response)
         return inner(environ, start_response)
     return middleware
 
 
-def wrap(app, conf):
+def wrap(app: WSGIApplication, conf: cfg.ConfigOpts) -> WSGIApplication:
     strategy = conf.api.auth_strategy
     if strategy == 'noauth2':
         return NoAuth2(app)

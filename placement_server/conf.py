@@ -16,8 +16,8 @@ from placement_server.capacity import options as capacity_options
 _DATABASE_DEFAULTS = {'max_overflow': 10}
 
 
-def _database_opts():
-    opts = []
+def _database_opts() -> list[cfg.Opt]:
+    opts: list[cfg.Opt] = []
     for opt in db_options.database_opts:
         if opt.name in _DATABASE_DEFAULTS:
             opt = copy.deepcopy(opt)
@@ -26,12 +26,12 @@ def _database_opts():
     return opts
 
 
-database_opts = _database_opts() + [
+database_opts: list[cfg.Opt] = _database_opts() + [
     cfg.BoolOpt('sync_on_startup', default=False,
                 help='Create or upgrade the schema when the service starts.'),
 ]
 
-api_opts = [
+api_opts: list[cfg.Opt] = [
     cfg.StrOpt('auth_strategy', default='keystone',
                choices=[('keystone', 'keystonemiddleware auth_token'),
                         ('noauth2', 'development only: the token is '
@@ -64,7 +64,7 @@ cors.set_defaults(
 # otherwise (placement_server.health).
 cfg.set_defaults(healthcheck_opts.HEALTHCHECK_OPTS, backends=['database'])
 
-placement_opts = [
+placement_opts: list[cfg.Opt] = [
     cfg.BoolOpt('randomize_allocation_candidates', default=False,
                 help='Shuffle allocation candidates before applying limit, '
                      'so that schedulers spread load when limit is small.'),
@@ -106,7 +106,7 @@ placement_opts = [
 ]
 
 
-workarounds_opts = [
+workarounds_opts: list[cfg.Opt] = [
     cfg.BoolOpt('optimize_for_wide_provider_trees', default=False,
                 help='Accepted for compatibility with upstream placement '
                      'configuration files; changes nothing. The allocation '
@@ -116,7 +116,7 @@ workarounds_opts = [
 ]
 
 
-def register_opts(conf):
+def register_opts(conf: cfg.ConfigOpts) -> None:
     conf.register_opts(database_opts, group='placement_database')
     conf.register_opts(workarounds_opts, group='workarounds')
     conf.register_opts(api_opts, group='api')
@@ -125,7 +125,7 @@ def register_opts(conf):
     capacity_options.register_opts(conf)
 
 
-def list_opts():
+def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
     return [('placement_database', database_opts),
             ('api', api_opts),
             ('placement', placement_opts),

@@ -8,9 +8,12 @@ balancer sees 503 while requests in flight and new ones still work.
 """
 import logging
 
+from oslo_config import cfg
 from oslo_middleware import healthcheck
 from oslo_middleware.healthcheck import pluginbase
 import sqlalchemy as sa
+
+from placement_server.db import api as db_api
 
 LOG = logging.getLogger(__name__)
 
@@ -18,13 +21,13 @@ PATH = '/healthcheck'
 
 # The Database of each configuration an application was built with:
 # oslo.middleware makes the plugins from the configuration alone.
-_DATABASES = {}
+_DATABASES: dict[int, db_api.Database] = {}
 
 
 class DatabaseCheck(pluginbase.HealthcheckBaseExtension):
     """Available while the database answers a query."""
 
-    def healthcheck(self, server_port):
+    def healthcheck(self, server_port: int) -> pluginbase.HealthcheckResult:
         db = _DATABASES.get(id(self.oslo_conf))
         if db is None:
             return pluginbase.HealthcheckResult(False, 'database: not configured')
@@ -37,7 +40,7 @@ class DatabaseCheck(pluginbase.HealthcheckBaseExtension):
         return pluginbase.HealthcheckResult(True, 'OK')
 
 
-def app(conf, db):
+def app(conf: cfg.ConfigOpts, db: db_api.Database) -> healthcheck.Healthcheck:
     """The health check application for ``conf`` on ``db``."""
     _DATABASES[id(conf)] = db
     return healthcheck.Healthcheck(None, conf)

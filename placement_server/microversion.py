@@ -8,6 +8,7 @@ is understood as every other service understands it. Handlers ask
 the request.
 """
 import re
+from typing import Self
 
 import microversion_parse
 
@@ -59,20 +60,20 @@ VERSIONS = [
 ]
 
 
-class Version(tuple):
+class Version(tuple[int, int]):
     """A (major, minor) pair that compares like one."""
 
-    def __new__(cls, major, minor):
+    def __new__(cls, major: int, minor: int) -> Self:
         return super().__new__(cls, (major, minor))
 
     @classmethod
-    def parse(cls, text):
+    def parse(cls, text: str) -> Self:
         m = re.fullmatch(r'(\d+)\.(\d+)', text.strip())
         if not m:
             raise ValueError(text)
         return cls(int(m.group(1)), int(m.group(2)))
 
-    def __str__(self):
+    def __str__(self) -> str:
         return '%d.%d' % self
 
 
@@ -90,7 +91,7 @@ class UnacceptableVersion(ValueError):
     """A well-formed version this server does not offer (406)."""
 
 
-def negotiate(header_value):
+def negotiate(header_value: str | None) -> Version:
     """Pick the version for a request from its header (or None: the minimum)."""
     if not header_value:
         return MIN_VERSION
@@ -111,5 +112,5 @@ def negotiate(header_value):
     return version
 
 
-def response_header(version):
+def response_header(version: Version) -> str:
     return '%s %s' % (SERVICE_TYPE, version)

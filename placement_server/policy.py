@@ -8,32 +8,38 @@ defaults are enforced unless the operator turns them off.
 One enforcer per process: ``init(conf)`` binds it to the service's
 configuration; without it (in-process tools and tests) the defaults apply.
 """
+from collections.abc import Hashable
+from collections.abc import Mapping
 import sys
 import threading
 import time
 
 from oslo_config import cfg
+from oslo_context import context as oslo_context
 from oslo_policy import opts as policy_opts
 from oslo_policy import policy as oslo_policy
 
 from placement_server import errors
 from placement_server import policies
 
-_ENFORCER = None
+# What a rule is checked against: the owner of what is asked for.
+Target = Mapping[str, str | None]
+
+_ENFORCER: oslo_policy.Enforcer | None = None
 
 
-def register_opts(conf):
+def register_opts(conf: cfg.ConfigOpts) -> None:
     policy_opts.set_defaults(conf, policy_file='policy.yaml',
                              enforce_scope=True, enforce_new_defaults=True)
 
 
-def _make_enforcer(conf):
+def _make_enforcer(conf: cfg.ConfigOpts) -> oslo_policy.Enforcer:
     enforcer = oslo_policy.Enforcer(conf)
     enforcer.register_defaults(policies.list_rules())
     return enforcer
 
 
-def init(conf):
+def init(conf: cfg.ConfigOpts) -> oslo_policy.Enforcer:
     """Make the process's enforcer read ``conf`` (and its policy file)."""
     global _ENFORCER
     register_opts(conf)
@@ -41,21 +47,22 @@ def init(conf):
     return _ENFORCER
 
 
-def _default_enforcer():
+def _default_enforcer() -> oslo_policy.Enforcer:
     if _ENFORCER is None:
         conf = cfg.ConfigOpts()
         conf([], project='placement', default_config_files=[])
-        init(conf)
+        return init(conf)
     return _ENFORCER
 
 
-def get_enforcer():
+def get_enforcer() -> oslo_policy.Enforcer:
     """The ``oslo.policy.enforcer`` entry point (oslopolicy-policy-generator).
 
     It passes its own command line; only --config-file / --config-dir
     matter here, to find the operator's placement.conf and policy file.
     """
-    args, argv = [], sys.argv[1:]
+    args: list[str] = []
+    argv = sys.argv[1:]
     for i, arg in enumerate(argv):
         if arg.split('=', 1)[0] in ('--config-file', '--config-dir'):
             args.extend(argv[i:i + 2] if '=' not in arg else [arg])
@@ -78,13 +85,14 @@ RELOAD_EVERY = 1.0
 class _Decisions:
     """The enforcer's decisions since it last looked at the policy file."""
 
-    def __init__(self, enforcer):
+    def __init__(self, enforcer: oslo_policy.Enforcer) -> None:
         self.enforcer = enforcer
-        self.looked_at = None
-        self.allowed = {}
+        self.looked_at: float | None = None
+        self.allowed: dict[Hashable, bool] = {}
         self.lock = threading.Lock()
 
-    def get(self, action, target, context):
+    def get(self, action: str, target: Target,
+            context: oslo_context.RequestContext) -> bool:
         now = time.monotonic()
         with self.lock:
             if self.looked_at is None or now - self.looked_at >= RELOAD_EVERY:
@@ -103,7 +111,8 @@ class _Decisions:
         return allowed
 
 
-def _key(action, target, credentials):
+def _key(action: str, target: Target,
+         credentials: Mapping[str, object]) -> Hashable | None:
     """A decision's key, or None if a value cannot be part of one. Targets
     and credentials are flat (strings, flags, lists of roles)."""
     try:
@@ -114,15 +123,15 @@ def _key(action, target, credentials):
     return key
 
 
-def _flat(mapping):
+def _flat(mapping: Mapping[str, object]) -> tuple[tuple[str, object], ...]:
     return tuple(sorted((k, tuple(v) if isinstance(v, list) else v)
                         for k, v in mapping.items()))
 
 
-_DECISIONS = None
+_DECISIONS: _Decisions | None = None
 
 
-def authorize(context, action, target):
+def authorize(context: oslo_context.RequestContext, action: str, target: Target) -> None:
     """Raise Forbidden (403) unless the rule for ``action`` passes."""
     global _DECISIONS
     enforcer = _default_enforcer()
