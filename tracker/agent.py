@@ -13,7 +13,12 @@ import logging
 import random
 import threading
 import time
+from typing import TYPE_CHECKING
+from typing import NamedTuple
+from wsgiref.simple_server import WSGIServer
 
+from oslo_config import cfg
+import oslo_messaging
 from oslo_service import service
 
 from tracker import agent_opts
@@ -22,14 +27,20 @@ from tracker import metrics as metrics_mod
 from tracker import notify
 from tracker import nova_audit
 from tracker import nova_compute
+from tracker import reconcile
 from tracker import rpc
 from tracker import systemd
 from tracker.drivers import load_driver
+from tracker.drivers.base import Driver
+from tracker.drivers.base import HostSnapshot
 from tracker.placement import ownership
 from tracker.placement.client import ReportClient
 from tracker.placement.errors import PlacementUnreachable
 from tracker.providers import config as provider_config
 from tracker.providers import tree as tree_mod
+
+if TYPE_CHECKING:     # imported when hardware events start (pyudev)
+    from tracker.drivers.udev import HardwareMonitor
 
 LOG = logging.getLogger(__name__)
 
@@ -42,10 +53,10 @@ class CycleResult:
     writes: int = 0
     conflicts: int = 0
     requests: int = 0
-    changes: list = dataclasses.field(default_factory=list)  # notifications
+    changes: list[notify.Event] = dataclasses.field(default_factory=list)
     error: str = ''
 
-    def summary(self):
+    def summary(self) -> str:
         if not self.ok:
             return 'cycle failed: %s' % self.error
         return ('cycle synced in %.2fs: %d change(s), %d request(s), '
@@ -54,9 +65,21 @@ class CycleResult:
                     self.writes, self.conflicts))
 
 
-class Agent(service.ServiceBase):
-    def __init__(self, conf, driver=None, client=None, publisher=None,
-                 sd_notifier=None, rng=None):
+class _Parts(NamedTuple):
+    """What a cycle or an audit works with, once built."""
+    driver: Driver
+    client: ReportClient
+    ages: reconcile.ConsumerAges
+
+
+# oslo.service has no type information: ServiceBase is Any to mypy, which
+# strict mode refuses as a base (unused-ignore: the config may be looser).
+class Agent(service.ServiceBase):  # type: ignore[misc, unused-ignore]
+    def __init__(self, conf: cfg.ConfigOpts, driver: Driver | None = None,
+                 client: ReportClient | None = None,
+                 publisher: notify.Publisher | None = None,
+                 sd_notifier: systemd.Notifier | None = None,
+                 rng: random.Random | None = None) -> None:
         self.conf = conf
         self.host = agent_opts.host(conf)
         self.driver = driver
@@ -65,38 +88,46 @@ class Agent(service.ServiceBase):
         self.sd = sd_notifier or systemd.Notifier()
         self.metrics = metrics_mod.Metrics()
         self.rng = rng or random.Random()
-        self.reachable = None        # unknown until the first request
+        self.reachable: bool | None = None   # unknown until the first request
         self.failures = 0            # consecutive cycles placement did not answer
         self.cycles = 0
-        self.last_result = None
-        self._last_synced = None     # the snapshot placement was last made to match
-        self._provider_config = None  # operator overlays, built on first use
-        self._last_error = None
+        self.last_result: CycleResult | None = None
+        # the snapshot placement was last made to match
+        self._last_synced: HostSnapshot | None = None
+        # operator overlays, built on first use
+        self._provider_config: provider_config.ProviderConfigSource | None = None
+        self._last_error: str | None = None
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._lock = threading.Lock()   # one cycle or audit at a time
         self._closing = threading.Lock()
         self._closed = False
-        self._thread = None
-        self._rpc_server = None
-        self._metrics_server = None
-        self._hardware_monitor = None
-        self.compute_node = None      # beside nova-compute: nova's root uuid
-        self._ages = None             # beside nova-compute: consumers' ages
-        self._reported = set()        # beside nova-compute: findings notified
+        self._thread: threading.Thread | None = None
+        self._rpc_server: oslo_messaging.MessageHandlingServer | None = None
+        self._metrics_server: tuple[WSGIServer, threading.Thread] | None = None
+        self._hardware_monitor: HardwareMonitor | None = None
+        # beside nova-compute: nova's root uuid, consumers' ages, and the
+        # findings notified ({(kind, consumer)})
+        self.compute_node: str | None = None
+        self._ages: reconcile.ConsumerAges | None = None
+        self._reported: set[tuple[str, str]] = set()
 
     @property
-    def last_snapshot(self):
+    def last_snapshot(self) -> HostSnapshot | None:
         """The host as placement was last made to match (None before)."""
         return self._last_synced
 
     # -- what a cycle needs, built on first use ---------------------------
-    def _ensure_parts(self):
+    def _ensure_driver(self) -> Driver:
         if self.driver is None:
             self.driver = load_driver(self.conf)
             # the fake driver reports a host of its own: the agent (RPC
             # server, publisher, ownership file) takes its name
             self.host = self.driver.configured_host() or self.host
+        return self.driver
+
+    def _ensure_parts(self) -> _Parts:
+        driver = self._ensure_driver()
         if self._ages is None:
             # nova's compute_id decides, once: beside nova-compute or not
             self.compute_node = nova_compute.compute_node_uuid(self.conf)
@@ -105,11 +136,12 @@ class Agent(service.ServiceBase):
             self.client = ReportClient(
                 conf=self.conf, state_file=ownership.path_for(
                     self.conf.tracker.state_path, self.host))
+        return _Parts(driver, self.client, self._ages)
 
-    def discover(self):
+    def discover(self) -> HostSnapshot:
         """The host as the driver sees it, plus the operator's provider
         config (re-read each time: editing it needs no restart)."""
-        snapshot = self.driver.discover()
+        snapshot = self._ensure_driver().discover()
         if self._provider_config is None:
             self._provider_config = provider_config.ProviderConfigSource(
                 self.conf.compute.provider_config_location)
@@ -125,11 +157,11 @@ class Agent(service.ServiceBase):
         return snapshot
 
     # -- one cycle --------------------------------------------------------
-    def run_cycle(self):
+    def run_cycle(self) -> CycleResult:
         with self._lock:
-            self._ensure_parts()
+            parts = self._ensure_parts()
             started = time.monotonic()
-            result = self._cycle()
+            result = self._cycle(parts)
             result.duration = time.monotonic() - started
         self.cycles += 1
         self.last_result = result
@@ -140,7 +172,7 @@ class Agent(service.ServiceBase):
             self.metrics.cycle_failed(result.duration, result.reachable)
         return result
 
-    def _cycle(self):
+    def _cycle(self, parts: _Parts) -> CycleResult:
         try:
             snapshot = self.discover()
         except provider_config.ProviderConfigError as exc:
@@ -151,16 +183,17 @@ class Agent(service.ServiceBase):
             return self._failed(CycleResult(False, bool(self.reachable),
                                             error='discovery failed: %s' % exc))
         if self.compute_node:
-            return self._beside_nova_cycle(snapshot)
+            return self._beside_nova_cycle(parts, snapshot, self.compute_node)
         authoritative = self.conf.tracker.authoritative_allocations
-        self.client.new_request_id()
-        before = self.client.counters.snapshot()
+        client = parts.client
+        client.new_request_id()
+        before = client.counters.snapshot()
         try:
             # One GET even when nothing changed here: placement gone, or
             # changed behind our back, shows within a cycle or two.
-            self.client.check(snapshot.root.uuid)
-            synced = self.client.sync(snapshot.providers, snapshot.instances)
-            allocated = self.client.sync_allocations(
+            client.check(snapshot.root.uuid)
+            synced = client.sync(snapshot.providers, snapshot.instances)
+            allocated = client.sync_allocations(
                 snapshot.root.uuid, snapshot.instances,
                 authoritative=authoritative)
         except PlacementUnreachable as exc:
@@ -174,7 +207,7 @@ class Agent(service.ServiceBase):
                                             error='sync failed: %s' % exc))
         self._placement_state(True)
         errors = list(synced.errors) + list(allocated.errors)
-        after = self.client.counters
+        after = client.counters
         # What was written is notified even when a part failed.
         changes = notify.notifications(synced, allocated, snapshot)
         if changes and self.publisher is not None:
@@ -191,14 +224,16 @@ class Agent(service.ServiceBase):
         self._last_synced = snapshot
         return result
 
-    def _beside_nova_cycle(self, snapshot):
+    def _beside_nova_cycle(self, parts: _Parts, snapshot: HostSnapshot,
+                           compute_node: str) -> CycleResult:
         """Beside nova-compute: check the guests' allocations on nova's
         tree; repair them only when [tracker] repair_allocations says so."""
-        self.client.new_request_id()
-        before = self.client.counters.snapshot()
+        client = parts.client
+        client.new_request_id()
+        before = client.counters.snapshot()
         try:
             found, allocated, changes = nova_audit.cycle(
-                snapshot, self.client, self.conf, self._ages, self.compute_node,
+                snapshot, client, self.conf, parts.ages, compute_node,
                 self._reported)
         except PlacementUnreachable as exc:
             self._placement_state(False, exc)
@@ -215,7 +250,7 @@ class Agent(service.ServiceBase):
         self._reported = set() if allocated else {(d.kind, d.uuid) for d in found.drift}
         if changes and self.publisher is not None:
             self.publisher.publish(changes)
-        after = self.client.counters
+        after = client.counters
         errors = allocated.errors if allocated else []
         result = CycleResult(ok=not errors, reachable=True, changes=changes,
                              requests=after.requests - before.requests,
@@ -228,14 +263,14 @@ class Agent(service.ServiceBase):
         self._last_synced = snapshot
         return result
 
-    def _failed(self, result):
+    def _failed(self, result: CycleResult) -> CycleResult:
         """Log a failure once, not at every cycle while it lasts."""
         if result.error != self._last_error:
             LOG.error('%s (logged again only when it changes)', result.error)
         self._last_error = result.error
         return result
 
-    def _placement_state(self, reachable, exc=None):
+    def _placement_state(self, reachable: bool, exc: Exception | None = None) -> None:
         if reachable:
             if self.reachable is False:
                 LOG.info('placement is reachable again after %d failed '
@@ -249,25 +284,26 @@ class Agent(service.ServiceBase):
         self.reachable = reachable
         self.metrics.reachable.set(1 if reachable else 0)
 
-    def audit(self, fix=False, dry_run=False):
+    def audit(self, fix: bool = False, dry_run: bool = False) -> audit_mod.AuditReport:
         with self._lock:
-            self._ensure_parts()
+            parts = self._ensure_parts()
             snapshot = self.discover()
             if self.compute_node:
-                report = nova_audit.audit(snapshot, self.client, self.conf, self._ages,
+                report = nova_audit.audit(snapshot, parts.client, self.conf, parts.ages,
                                           self.compute_node, fix=fix, dry_run=dry_run)
                 self.metrics.findings_seen(nova_audit.counts(report.drift))
             else:
                 report = audit_mod.audit(
-                    snapshot, self.client, fix=fix, dry_run=dry_run,
+                    snapshot, parts.client, fix=fix, dry_run=dry_run,
                     authoritative=self.conf.tracker.authoritative_allocations)
         self.metrics.drift.set(len(report.drift))
         return report
 
     # -- the loop ---------------------------------------------------------
-    def next_delay(self):
+    def next_delay(self) -> float:
         """Seconds until the next cycle (mutable options read each time)."""
         opts = self.conf.tracker
+        delay: float
         if self.failures:
             base = max(1.0, opts.interval / 4.0) * 2 ** (self.failures - 1)
             delay = min(float(opts.backoff_max), base)
@@ -275,12 +311,12 @@ class Agent(service.ServiceBase):
             delay = float(opts.interval)
         return delay + self.rng.uniform(0, opts.jitter)
 
-    def trigger(self, reason='requested'):
+    def trigger(self, reason: str = 'requested') -> None:
         """Run a cycle now (or right after the running one)."""
         LOG.info('early cycle: %s', reason)
         self._wake.set()
 
-    def _wait(self, delay):
+    def _wait(self, delay: float) -> None:
         deadline = time.monotonic() + delay
         while not self._stopping.is_set():
             remaining = deadline - time.monotonic()
@@ -291,7 +327,7 @@ class Agent(service.ServiceBase):
                 return
             self.sd.watchdog()
 
-    def _loop(self):
+    def _loop(self) -> None:
         while not self._stopping.is_set():
             self._wake.clear()
             result = self.run_cycle()
@@ -305,8 +341,8 @@ class Agent(service.ServiceBase):
         LOG.info('agent stopped after %d cycle(s)', self.cycles)
 
     # -- oslo.service's interface -----------------------------------------
-    def start(self):
-        self._ensure_parts()
+    def start(self) -> None:
+        driver = self._ensure_parts().driver
         opts = self.conf.tracker
         if opts.metrics_port:
             self._metrics_server = self.metrics.serve(opts.metrics_port,
@@ -315,22 +351,22 @@ class Agent(service.ServiceBase):
             self.publisher = notify.Publisher(self.conf, self.host)
         if opts.rpc:
             self._start_rpc()
-        if opts.hardware_events and self.driver.name in ('host', 'libvirt'):
+        if opts.hardware_events and driver.name in ('host', 'libvirt'):
             self._start_hardware_monitor()
         self._thread = threading.Thread(target=self._loop, name='tracker-cycle',
                                         daemon=True)
         self._thread.start()
         self.sd.ready('agent %s started' % self.host)
         LOG.info('agent %s started: driver %s, every %ss (+ up to %ss)',
-                 self.host, self.driver.name, opts.interval, opts.jitter)
+                 self.host, driver.name, opts.interval, opts.jitter)
 
-    def _start_rpc(self):
+    def _start_rpc(self) -> None:
         """Listen for RPC from a thread of its own: while the broker is
         down, oslo.messaging retries the connection forever, and cycles
         must not wait for it."""
         rpc_server = rpc.server(self.conf, self.host, self)
 
-        def listen():
+        def listen() -> None:
             try:
                 rpc_server.start()
             except Exception as exc:
@@ -339,7 +375,7 @@ class Agent(service.ServiceBase):
             self._rpc_server = rpc_server
         threading.Thread(target=listen, name='tracker-rpc', daemon=True).start()
 
-    def _start_hardware_monitor(self):
+    def _start_hardware_monitor(self) -> None:
         from tracker.drivers import udev
         monitor = udev.HardwareMonitor(
             lambda action, device: self.trigger('hardware %s' % action))
@@ -351,7 +387,7 @@ class Agent(service.ServiceBase):
             return
         self._hardware_monitor = monitor
 
-    def stop(self, graceful=True):
+    def stop(self, graceful: bool = True) -> None:
         """Let the running cycle finish, end the loop, release everything.
 
         Returns only then: oslo.service's launcher ends the process as soon
@@ -365,7 +401,7 @@ class Agent(service.ServiceBase):
         self._wake.set()
         self.wait()
 
-    def wait(self):
+    def wait(self) -> None:
         while self._thread is not None and self._thread.is_alive():
             self._thread.join(0.5)
         with self._closing:       # stop() and the launcher's wait() both get here
@@ -384,7 +420,7 @@ class Agent(service.ServiceBase):
             if self.driver is not None:
                 self.driver.close()
 
-    def reset(self):
+    def reset(self) -> None:
         """After SIGHUP, under a launcher that keeps the service (oslo's
         in-process Launcher): mutable options are read again on the next
         wait. tracker-agent's ServiceLauncher starts a fresh worker instead."""
@@ -394,7 +430,7 @@ class Agent(service.ServiceBase):
         self._wake.set()
 
 
-def run(conf, agent):
+def run(conf: cfg.ConfigOpts, agent: Agent) -> int:
     """Run ``agent`` under oslo.service's launcher until SIGTERM/SIGINT.
 
     The threading backend (cotyledon) runs it in a worker process: SIGTERM
@@ -404,6 +440,6 @@ def run(conf, agent):
     cache: its first cycle rereads placement).
     """
     launcher = service.launch(conf, agent, restart_method='mutate')
-    status = launcher.wait() or 0
+    status: int = launcher.wait() or 0
     agent.sd.stopping()       # from the launcher, once its worker is gone
     return status

@@ -14,12 +14,19 @@ hosts listed (added, and removed when they are not listed). Aggregates the
 file does not list are left alone, and so are sharing providers in them.
 The report says what was done to each membership, and why one failed.
 """
+from collections.abc import Mapping
+from collections.abc import Sequence
 import dataclasses
 import logging
+from typing import TYPE_CHECKING
+from typing import Any
 import uuid as uuidlib
 
 from oslo_utils import uuidutils
 import yaml
+
+if TYPE_CHECKING:     # the report client is imported only when a sync runs
+    from tracker.placement.client import ReportClient
 
 LOG = logging.getLogger(__name__)
 
@@ -32,10 +39,10 @@ class AggregateFileError(ValueError):
 class Aggregate:
     name: str
     uuid: str
-    hosts: list
+    hosts: list[str]
 
 
-def load(path):
+def load(path: str) -> list[Aggregate]:
     """The aggregates described in the YAML file at ``path``."""
     try:
         with open(path) as f:
@@ -48,11 +55,13 @@ def load(path):
     return parse(data, path)
 
 
-def parse(data, source='aggregates'):
+def parse(data: Any, source: str = 'aggregates') -> list[Aggregate]:
     if not isinstance(data, dict) or not isinstance(data.get('aggregates'), list):
         raise AggregateFileError('%s: expected a mapping with an "aggregates" '
                                  'list' % source)
-    result, names, uuids = [], set(), set()
+    result: list[Aggregate] = []
+    names: set[str] = set()
+    uuids: set[str] = set()
     for index, item in enumerate(data['aggregates']):
         where = '%s: aggregates[%d]' % (source, index)
         if not isinstance(item, dict):
@@ -80,7 +89,7 @@ def parse(data, source='aggregates'):
     return result
 
 
-def find(aggregates, name_or_uuid):
+def find(aggregates: Sequence[Aggregate], name_or_uuid: str) -> str:
     """The uuid of an aggregate named in ``aggregates``, or a uuid given."""
     for aggregate in aggregates:
         if name_or_uuid in (aggregate.name, aggregate.uuid):
@@ -98,17 +107,20 @@ EXIT_UNKNOWN_HOST = 3   # the file names hosts placement does not have
 
 @dataclasses.dataclass
 class SyncReport:
-    done: list = dataclasses.field(default_factory=list)     # (outcome, aggregate, host)
-    failed: list = dataclasses.field(default_factory=list)   # (what, why)
-    unknown: list = dataclasses.field(default_factory=list)  # (aggregate, host, why)
+    # (outcome, aggregate, host)
+    done: list[tuple[str, str, str]] = dataclasses.field(default_factory=list)
+    # (what, why)
+    failed: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    # (aggregate, host, why)
+    unknown: list[tuple[str, str, Exception]] = dataclasses.field(default_factory=list)
 
     @property
-    def exit_code(self):
+    def exit_code(self) -> int:
         if self.failed:
             return EXIT_FAILED
         return EXIT_UNKNOWN_HOST if self.unknown else EXIT_OK
 
-    def as_text(self):
+    def as_text(self) -> str:
         words = {'added': 'added %s to %s', 'removed': 'removed %s from %s',
                  'unchanged': '%s already as described in %s'}
         lines = [words[outcome] % (host, aggregate)
@@ -129,7 +141,8 @@ class SyncReport:
         return '\n'.join(lines + [summary])
 
 
-def plan(aggregates, present):
+def plan(aggregates: Sequence[Aggregate], present: Mapping[str, Sequence[str]]
+         ) -> list[tuple[bool, Aggregate, str]]:
     """[(member: bool, aggregate, host)] that make placement match the file;
     ``present`` maps an aggregate uuid to the hosts placement has in it."""
     return [(host in aggregate.hosts, aggregate, host)
@@ -137,11 +150,11 @@ def plan(aggregates, present):
             for host in sorted(set(aggregate.hosts) | set(present.get(aggregate.uuid, ())))]
 
 
-def sync(client, aggregates):
+def sync(client: 'ReportClient', aggregates: Sequence[Aggregate]) -> SyncReport:
     """Make placement's members of each aggregate of the file its hosts."""
     from tracker.placement import errors
     report = SyncReport()
-    present = {}
+    present: dict[str, list[str]] = {}
     for aggregate in aggregates:
         try:
             present[aggregate.uuid] = client.aggregate_hosts(aggregate.uuid)

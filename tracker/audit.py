@@ -13,6 +13,7 @@ from collections.abc import Callable
 from collections.abc import Iterable
 import dataclasses
 import json
+from typing import TYPE_CHECKING
 from typing import Any
 from typing import TypedDict
 from typing import TypeVar
@@ -21,13 +22,15 @@ from tracker.drivers.base import HostSnapshot
 from tracker.drivers.base import Instance
 from tracker.placement import allocations as alloc_mod
 from tracker.placement.allocations import normalize as normalize_allocations
-from tracker.placement.client import ReportClient
 from tracker.placement.errors import PlacementError
 from tracker.placement.http import Write
 from tracker.placement.known import ConsumerRecord
 from tracker.providers import diff as diff_mod
 from tracker.providers.provider import Provider
 from tracker.providers.provider import keep_placement_ratios
+
+if TYPE_CHECKING:     # commands that only read a report need no client
+    from tracker.placement.client import ReportClient
 
 _T = TypeVar('_T')
 
@@ -252,7 +255,7 @@ class AuditReport:
         return '\n'.join(lines)
 
 
-def placement_view(client: ReportClient, root_uuid: str
+def placement_view(client: 'ReportClient', root_uuid: str
                    ) -> tuple[list[Provider], dict[str, ConsumerRecord]]:
     """(providers, allocations) placement has under ``root_uuid``."""
     providers = client.fetch_tree(root_uuid).providers()
@@ -260,8 +263,8 @@ def placement_view(client: ReportClient, root_uuid: str
     return providers, allocations
 
 
-def write_or_record(client: ReportClient, dry_run: bool,
-                    act: Callable[[ReportClient], _T]) -> tuple[_T, list[Write]]:
+def write_or_record(client: 'ReportClient', dry_run: bool,
+                    act: Callable[['ReportClient'], _T]) -> tuple[_T, list[Write]]:
     """``act(target)`` on the client, its writes sent and recorded, or for
     a dry run on a twin of it whose writes are recorded, not sent
     (ReportClient.dry_run): (what ``act`` returned, the writes)."""
@@ -275,7 +278,7 @@ def write_or_record(client: ReportClient, dry_run: bool,
     return result, written
 
 
-def audit(snapshot: HostSnapshot, client: ReportClient, fix: bool = False,
+def audit(snapshot: HostSnapshot, client: 'ReportClient', fix: bool = False,
           dry_run: bool = False, authoritative: bool = True) -> AuditReport:
     """Compare the host with placement; repair when ``fix``.
 
@@ -299,7 +302,7 @@ def audit(snapshot: HostSnapshot, client: ReportClient, fix: bool = False,
     return report
 
 
-def repair(snapshot: HostSnapshot, client: ReportClient,
+def repair(snapshot: HostSnapshot, client: 'ReportClient',
            authoritative: bool) -> list[PlacementError]:
     """The agent's own sync of the host's providers, then its instances'
     allocations; the errors of the writes placement refused."""
@@ -318,7 +321,7 @@ def host_part(snapshot: HostSnapshot, allocations: dict[str, ConsumerRecord] | N
             for consumer, record in (allocations or {}).items()}
 
 
-def _drift(snapshot: HostSnapshot, client: ReportClient,
+def _drift(snapshot: HostSnapshot, client: 'ReportClient',
            authoritative: bool) -> tuple[list[Drift], list[Drift]]:
     providers, allocations = placement_view(client, snapshot.root.uuid)
     allocations = host_part(snapshot, allocations,

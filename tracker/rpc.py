@@ -3,13 +3,15 @@
 ``refresh`` (a cast) starts a cycle now; ``audit`` (a call) answers with
 the host's drift as the audit's JSON report.
 """
+from typing import TYPE_CHECKING
 from typing import Any
 from typing import Protocol
 
 from oslo_config import cfg
 import oslo_messaging
 
-from tracker.audit import AuditReport
+if TYPE_CHECKING:
+    from tracker.audit import AuditReport
 
 TOPIC = 'tracker'
 VERSION = '1.0'
@@ -20,7 +22,7 @@ class Answering(Protocol):
 
     def trigger(self, reason: str) -> None: ...
 
-    def audit(self) -> AuditReport: ...
+    def audit(self) -> 'AuditReport': ...
 
 
 # oslo.messaging has no type information: its transports, servers and

@@ -4,15 +4,20 @@
 usage, and exits 0 when it synced (1 otherwise). ``audit`` is
 tracker-audit.
 """
+import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from tracker.cmd import audit as audit_cmd
 from tracker.cmd import common
 
+if TYPE_CHECKING:     # imported when a command needs it
+    from tracker.agent import Agent
+
 PROG = 'tracker-agent'
 
 
-def _parser():
+def _parser() -> argparse.ArgumentParser:
     parser = common.Parser(prog=PROG, description=__doc__.splitlines()[0])
     common.add_config_args(parser)
     parser.add_argument('--once', action='store_true',
@@ -24,7 +29,7 @@ def _parser():
     return parser
 
 
-def run_once(agent):
+def run_once(agent: 'Agent') -> int:
     from tracker import audit as audit_mod
     from tracker import usage
     result = agent.run_cycle()
@@ -32,13 +37,15 @@ def run_once(agent):
         return common.fail(PROG, result.summary())
     print(result.summary())
     # beside nova-compute, the tree is nova's
-    root = agent.compute_node or agent.last_snapshot.root.uuid
+    snapshot = agent.last_snapshot
+    assert snapshot is not None and agent.client is not None   # the cycle synced
+    root = agent.compute_node or snapshot.root.uuid
     providers, allocations = audit_mod.placement_view(agent.client, root)
     print(usage.format_tree(providers, allocations))
     return 0
 
 
-def _main(argv):
+def _main(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
     daemon = args.command is None and not args.once
     conf = common.load_conf(args, PROG, daemon=daemon)
@@ -55,7 +62,7 @@ def _main(argv):
     return agent_mod.run(conf, agent)
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     return common.run(_main, PROG, sys.argv[1:] if argv is None else argv)
 
 

@@ -2,8 +2,11 @@
 
 Exit 0 in sync (or repaired), 3 drift found, 1 error.
 """
+import argparse
 import json
 import sys
+
+from oslo_config import cfg
 
 from tracker import audit as audit_mod
 from tracker.cmd import common
@@ -11,7 +14,7 @@ from tracker.cmd import common
 PROG = 'tracker-audit'
 
 
-def add_audit_args(parser):
+def add_audit_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--json', action='store_true',
                         help='print the report as JSON')
     # --fix --dry-run together would silently be a dry run: refused.
@@ -22,7 +25,7 @@ def add_audit_args(parser):
                         help='print the writes a repair would make, make none')
 
 
-def run_audit(conf, args, prog=PROG):
+def run_audit(conf: cfg.ConfigOpts, args: argparse.Namespace, prog: str = PROG) -> int:
     from tracker.agent import Agent
     agent = Agent(conf)
     try:
@@ -39,7 +42,7 @@ def run_audit(conf, args, prog=PROG):
     return report.exit_code
 
 
-def _main(argv):
+def _main(argv: list[str] | None) -> int:
     parser = common.Parser(prog=PROG, description=__doc__.splitlines()[0])
     common.add_config_args(parser)
     add_audit_args(parser)
@@ -48,7 +51,7 @@ def _main(argv):
     return run_audit(conf, args)
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     return common.run(_main, PROG, sys.argv[1:] if argv is None else argv)
 
 

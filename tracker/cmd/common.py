@@ -1,9 +1,11 @@
 """What every tracker command shares: options, logging, one-line errors."""
 import argparse
+from collections.abc import Callable
 import logging as std_logging
 import os
 import signal
 import sys
+from typing import NoReturn
 import warnings
 
 from oslo_config import cfg
@@ -21,12 +23,12 @@ warnings.filterwarnings('ignore', category=DeprecationWarning)
 class Parser(argparse.ArgumentParser):
     """argparse whose errors are one line and exit 2."""
 
-    def error(self, message):
+    def error(self, message: str) -> NoReturn:
         sys.stderr.write('%s: error: %s\n' % (self.prog, message))
         sys.exit(2)
 
 
-def add_config_args(parser):
+def add_config_args(parser: argparse.ArgumentParser) -> None:
     # SUPPRESS: given before or after a subcommand, the value is kept.
     parser.add_argument('--config-file', action='append',
                         default=argparse.SUPPRESS, metavar='PATH',
@@ -37,7 +39,7 @@ def add_config_args(parser):
                         default=argparse.SUPPRESS, help='debug logging')
 
 
-def load_conf(args, prog, daemon=False):
+def load_conf(args: argparse.Namespace, prog: str, daemon: bool = False) -> cfg.ConfigOpts:
     """The process's ConfigOpts with every tracker option, from ``args``.
 
     The global cfg.CONF: oslo.messaging registers some of its options
@@ -49,7 +51,7 @@ def load_conf(args, prog, daemon=False):
     conf.set_default('use_stderr', True)
     conf.set_default('default_log_levels', logging.get_default_log_levels()
                      + ['oslo_service=WARN', 'stevedore=WARN'])
-    argv = []
+    argv: list[str] = []
     for path in getattr(args, 'config_file', []):
         argv += ['--config-file', path]
     if getattr(args, 'config_dir', None):
@@ -66,7 +68,8 @@ def load_conf(args, prog, daemon=False):
     return conf
 
 
-def run(main, prog, argv=None):
+def run(main: Callable[[list[str] | None], int], prog: str,
+        argv: list[str] | None = None) -> int:
     """Call ``main(argv)``; any failure is one line on stderr and exit 1."""
     try:
         status = main(argv)
@@ -87,6 +90,6 @@ def run(main, prog, argv=None):
         return fail(prog, '%s' % (exc or type(exc).__name__))
 
 
-def fail(prog, message, code=1):
+def fail(prog: str, message: object, code: int = 1) -> int:
     sys.stderr.write('%s: %s\n' % (prog, ' '.join(str(message).split())))
     return code

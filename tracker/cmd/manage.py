@@ -6,16 +6,23 @@
   refresh --host H                    ask H's agent for a cycle now (RPC cast)
   audit --host H [--json]             ask H's agent for its drift (RPC call)
 """
+import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
+
+from oslo_config import cfg
 
 from tracker import aggregates as aggregates_mod
 from tracker.cmd import common
 
+if TYPE_CHECKING:     # imported when a command needs it
+    from tracker.placement.client import ReportClient
+
 PROG = 'tracker-manage'
 
 
-def _parser():
+def _parser() -> argparse.ArgumentParser:
     parser = common.Parser(prog=PROG, description='Operator actions on the '
                            'trackers and their aggregates.')
     common.add_config_args(parser)
@@ -50,8 +57,9 @@ def _parser():
     return parser
 
 
-def _aggregates_file(conf, args, required):
-    path = args.file or conf.tracker.aggregates_file
+def _aggregates_file(conf: cfg.ConfigOpts, args: argparse.Namespace,
+                     required: bool) -> list[aggregates_mod.Aggregate]:
+    path: str | None = args.file or conf.tracker.aggregates_file
     if not path:
         if required:
             raise aggregates_mod.AggregateFileError(
@@ -60,12 +68,12 @@ def _aggregates_file(conf, args, required):
     return aggregates_mod.load(path)
 
 
-def _report_client(conf):
+def _report_client(conf: cfg.ConfigOpts) -> 'ReportClient':
     from tracker.placement.client import ReportClient
     return ReportClient(conf=conf)
 
 
-def aggregates(conf, args):
+def aggregates(conf: cfg.ConfigOpts, args: argparse.Namespace) -> int:
     if args.action == 'sync':
         described = _aggregates_file(conf, args, required=True)
         report = aggregates_mod.sync(_report_client(conf), described)
@@ -87,7 +95,7 @@ def aggregates(conf, args):
     return 0
 
 
-def refresh(conf, args):
+def refresh(conf: cfg.ConfigOpts, args: argparse.Namespace) -> int:
     from tracker import rpc
     client = rpc.Client(conf, args.host)
     try:
@@ -98,7 +106,7 @@ def refresh(conf, args):
     return 0
 
 
-def audit(conf, args):
+def audit(conf: cfg.ConfigOpts, args: argparse.Namespace) -> int:
     from tracker import audit as audit_mod
     from tracker import rpc
     client = rpc.Client(conf, args.host, timeout=args.timeout)
@@ -118,14 +126,14 @@ def audit(conf, args):
     return audit_mod.EXIT_IN_SYNC if report['in_sync'] else audit_mod.EXIT_DRIFT
 
 
-def _main(argv):
+def _main(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
     conf = common.load_conf(args, PROG)
     return {'aggregates': aggregates, 'refresh': refresh,
             'audit': audit}[args.command](conf, args)
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     return common.run(_main, PROG, sys.argv[1:] if argv is None else argv)
 
 
