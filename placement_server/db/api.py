@@ -4,11 +4,12 @@ One ``Database`` per process (per WSGI worker). Every request runs its
 reads in one ``reader()`` connection and its writes in one ``writer()``
 transaction: a multi-row write either commits whole or changes nothing.
 
-PostgreSQL and MySQL/MariaDB engines come from oslo.db, as upstream
-services make them: the MySQL SQL mode and Galera's ``wsrep_sync_wait``
-set on each new connection, pool settings and recycle time from
-``[placement_database]`` (oslo.db's option names), and oslo.db's exception
-filters, which name what went wrong: ``DBDeadlock`` (deadlocks, lock wait
+PostgreSQL and MySQL/MariaDB engines are made as oslo.db makes them
+(``create_engine`` says why not by oslo.db itself): the MySQL SQL mode
+and Galera's ``wsrep_sync_wait`` set on each new connection, pool
+settings and recycle time from ``[placement_database]`` (oslo.db's
+option names), and oslo.db's exception filters, which name what went
+wrong: ``DBDeadlock`` (deadlocks, lock wait
 timeouts and Galera certification failures, which surface at COMMIT),
 ``DBConnectionError``, ``DBDuplicateEntry``... SQLite keeps its own setup
 (one writer at a time, see below) behind the same filters.
@@ -18,33 +19,41 @@ statements, so the pool pings a connection only after it idled
 (``PING_AFTER_IDLE``), skips the rollback on checkin when nothing is
 open, PostgreSQL readers run without BEGIN and ROLLBACK, a PostgreSQL
 write sends its BEGIN with its first statement and its COMMIT with its
-change record (``_folded_transaction``), a MariaDB write (PyMySQL) its
-last rows and COMMIT with its change record (``_folded_record``), and
+change record (``_FoldedTransaction``), a MariaDB write (PyMySQL) its
+last rows and COMMIT with its change record (``_FoldedRecord``), and
 PostgreSQL plans the statements every write sends once per connection
-(``placement_server.db.prepared``).
+(``placement_server.db.prepared``). Which of these a write does is chosen
+once per engine: its dialect (``placement_server.db.dialects``, our
+subclasses of SQLAlchemy's) and the writer's strategy; what one write
+queues and notes is its ``write.Write``.
 
 ``retry_on_deadlock`` (oslo.db's ``wrap_db_retry``) replays the whole
 transaction a bounded number of times, each attempt a fresh transaction
 that sees the other writer's commit. A lost database connection is a 503
 for the client to retry, never a 500: the next request reconnects.
 """
+from collections.abc import Callable
+from collections.abc import Iterator
+from collections.abc import Mapping
 import contextlib
 import datetime
 import functools
 import logging
+import os
 import time
+import traceback
+from typing import Any
 
 from oslo_db import api as oslo_db_api
 from oslo_db import exception as db_exc
-from oslo_db.sqlalchemy import engines
 from oslo_db.sqlalchemy import exc_filters
 import sqlalchemy as sa
 from sqlalchemy import event
-from sqlalchemy import events as sa_events
 
 from placement_server import errors
 from placement_server.db import changes
-from placement_server.db import prepared as prepared_mod
+from placement_server.db import dialects
+from placement_server.db import write as write_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -70,13 +79,13 @@ MAX_RETRY_INTERVAL = 0.5
 _MYSQL_INIT = 'SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED'
 
 
-def utcnow():
+def utcnow() -> datetime.datetime:
     """Naive UTC, as stored in every created_at/updated_at column."""
     return datetime.datetime.now(datetime.timezone.utc).replace(
         tzinfo=None, microsecond=0)
 
 
-def is_transient(error):
+def is_transient(error: BaseException | None) -> bool:
     """Another writer got in the way: replaying the transaction may work.
 
     The conflict may hide behind the error it caused: when MariaDB (or
@@ -98,7 +107,7 @@ def is_transient(error):
     return False
 
 
-def retry_on_deadlock(fn=None, *, attempts=10):
+def retry_on_deadlock(fn: Callable[..., Any] | None = None, *, attempts: int = 10) -> Any:
     """Replay ``fn`` when the database reports a transient conflict;
     still conflicting after ``attempts`` tries, the client gets a 503."""
     if fn is None:
@@ -109,7 +118,7 @@ def retry_on_deadlock(fn=None, *, attempts=10):
         retry_on_deadlock=True, exception_checker=is_transient)(fn)
 
     @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return replaying(*args, **kwargs)
         except (db_exc.DBError, sa.exc.DBAPIError) as e:
@@ -121,7 +130,7 @@ def retry_on_deadlock(fn=None, *, attempts=10):
     return wrapper
 
 
-def _sqlite_pragmas(dbapi_conn, _record):
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     # Foreign keys on; WAL lets readers run beside the one writer; the busy
     # timeout makes concurrent writers queue instead of failing at once.
     cur = dbapi_conn.cursor()
@@ -134,52 +143,26 @@ def _sqlite_pragmas(dbapi_conn, _record):
     cur.close()
 
 
-def _sqlite_begin(conn):
+def _sqlite_begin(conn: sa.Connection) -> None:
     # Take the write lock at BEGIN: two SQLite transactions that both read
     # and then write would otherwise deadlock on the lock upgrade.
-    conn.exec_driver_sql('BEGIN IMMEDIATE' if conn.info.get('writer')
-                         else 'BEGIN')
+    conn.exec_driver_sql('BEGIN IMMEDIATE' if write_mod.KEY in conn.info else 'BEGIN')
 
 
-def _sqlite_engine(url, **kwargs):
+def _no_autobegin(dbapi_conn: Any, _record: Any) -> None:
+    # pysqlite's own transaction handling is replaced by explicit BEGINs.
+    dbapi_conn.isolation_level = None
+
+
+def _sqlite_engine(url: sa.URL) -> sa.Engine:
     # Not oslo.db's: it would open a connection per request (NullPool) and
     # could not take the write lock at BEGIN.
-    engine = sa.create_engine(url, **kwargs)
-    # pysqlite's own transaction handling is replaced by explicit BEGINs.
+    engine = sa.create_engine(url)
     event.listen(engine, 'connect', _sqlite_pragmas)
-
-    @event.listens_for(engine, 'connect')
-    def _no_autobegin(dbapi_conn, _record):
-        dbapi_conn.isolation_level = None
-
+    event.listen(engine, 'connect', _no_autobegin)
     event.listen(engine, 'begin', _sqlite_begin)
     event.listen(engine, 'handle_error', exc_filters.handler, retval=True)
     return engine
-
-
-def _without_rollback_bookkeeping(engine):
-    """Keep oslo.db's error translation (its handle_error hook), drop the
-    listeners it adds to every commit, rollback and checkin to remember
-    which error made a savepoint roll back (reported as ``DBError.cause``,
-    which nothing here reads). They cost every statement an event
-    dispatch: ~30 us of CPU per request on the cheapest calls, up to 10%
-    on MariaDB (docs/bench/placement-server.md, issue 16). The translation itself is a
-    dialect event, free until an error happens."""
-    for target, names in ((engine, ('rollback_savepoint', 'rollback', 'commit')),
-                          (engine.pool, ('checkin',))):
-        for name in names:
-            for listener in list(getattr(target.dispatch, name)):
-                if getattr(listener, '__module__', None) == exc_filters.__name__:
-                    event.remove(engine, name, listener)
-    # With no connection event left to listen to, statements can skip the
-    # event dispatch again (the flag stays up once a listener was added).
-    if not any(getattr(engine.dispatch, name) for name in _CONNECTION_EVENTS):
-        engine._has_events = False
-    return engine
-
-
-_CONNECTION_EVENTS = [name for name, value in vars(sa_events.ConnectionEvents).items()
-                      if callable(value) and not name.startswith('_')]
 
 
 # A connection back from the pool after this many seconds idle is pinged
@@ -192,55 +175,81 @@ _CONNECTION_EVENTS = [name for name, value in vars(sa_events.ConnectionEvents).i
 PING_AFTER_IDLE = 1.0
 
 
-def _engine_with_lazy_ping(url, **engine_args):
-    """oslo.db's engine, with the ping on checkout only after idling and
-    no rollback on checkin for a connection with no transaction open."""
-    engine_args.update(pool_pre_ping=False, pool_reset_on_return=None)
-    engine = sa.create_engine(url, **engine_args)
-    if engine.dialect.name == 'postgresql':
-        _send_pending_with_next_statement(engine.dialect)
-    elif _sends_several_statements(engine):
-        event.listen(engine, 'do_connect', _allow_several_statements)
-        _send_pending_with_the_record(engine.dialect)
+def _pool_hooks(engine: sa.Engine, mysql_session: tuple[str, list[Any]] | None) -> None:
+    """The pool's ping on checkout only after idling (``PING_AFTER_IDLE``),
+    a connection inherited from a parent process replaced at checkout
+    (the master forks its workers), and on MySQL the session's SQL mode
+    and ``wsrep_sync_wait`` set on each new connection. Pool events,
+    which cost no statement anything."""
+    dialect = engine.dialect
+
+    def on_connect(dbapi_conn: Any, record: Any) -> None:
+        record.info['pid'] = os.getpid()
+        if mysql_session:
+            cursor = dbapi_conn.cursor()
+            cursor.execute(*mysql_session)
+            cursor.close()
+
+    def on_checkout(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
+        if record.info.get('pid') != os.getpid():
+            raise sa.exc.DisconnectionError('connection opened by process %s, checked out '
+                                            'in %s' % (record.info.get('pid'), os.getpid()))
+        idle_since = record.info.get('idle_since')
+        if idle_since is None or time.monotonic() - idle_since < PING_AFTER_IDLE:
+            return   # a new connection, or one in use a moment ago
+        try:
+            dialect.do_ping(dbapi_conn)
+        except dialect.loaded_dbapi.Error as e:
+            if not dialect.is_disconnect(e, dbapi_conn, None):
+                raise
+            # The pool reconnects, and drops every connection as old as this one.
+            raise sa.exc.InvalidatePoolError(str(e)) from e
+
+    event.listen(engine.pool, 'connect', on_connect)
+    event.listen(engine.pool, 'checkout', on_checkout)
     event.listen(engine.pool, 'checkin', _note_idle_since)
-    event.listen(engine.pool, 'checkout', _ping_after_idle)
     event.listen(engine.pool, 'reset', _rollback_if_open)
-    return engine, engine
 
 
-def _sends_several_statements(engine):
-    """MySQL through PyMySQL: the writer sends several statements in a
-    round trip (``_send_pending_with_the_record``)."""
-    return engine.dialect.name == 'mysql' and engine.dialect.driver == 'pymysql'
+def _mysql_session(sql_mode: str | None,
+                   wsrep_sync_wait: int | None) -> tuple[str, list[Any]] | None:
+    """What each new MySQL connection sets ([placement_database]'s
+    mysql_sql_mode, mysql_wsrep_sync_wait), as one statement."""
+    settings = [(name, value) for name, value in (('sql_mode', sql_mode),
+                                                 ('wsrep_sync_wait', wsrep_sync_wait))
+                if value is not None]
+    if not settings:
+        return None
+    return ('SET SESSION ' + ', '.join('%s = %%s' % name for name, _ in settings),
+            [value for _, value in settings])
 
 
-def _allow_several_statements(_dialect, _record, _cargs, cparams):
-    # Only the change record sends several, all of them ours (no client
-    # value is ever part of a statement's text: they are bound or quoted).
-    from pymysql.constants import CLIENT
-    cparams['client_flag'] = cparams.get('client_flag', 0) | CLIENT.MULTI_STATEMENTS
+def _log_sql(connection_debug: int) -> None:
+    """[placement_database] connection_debug: 100 logs every statement and
+    its rows, 50 the statements, less nothing but warnings."""
+    level = (logging.DEBUG if connection_debug >= 100 else
+             logging.INFO if connection_debug >= 50 else logging.WARNING)
+    logging.getLogger('sqlalchemy.engine').setLevel(level)
 
 
-def _note_idle_since(_dbapi_conn, record):
+def _traced(_conn: Any, _cursor: Any, statement: str, parameters: Any, _context: Any,
+            _executemany: bool) -> tuple[str, Any]:
+    """[placement_database] connection_trace: each statement says which
+    line of ours sent it (a block comment: text may follow it)."""
+    for frame in reversed(traceback.extract_stack()):
+        if '/placement_server/' in frame.filename and '/db/api.py' not in frame.filename:
+            return '%s /* %s:%s %s */' % (
+                statement, frame.filename.rpartition('/placement_server/')[2], frame.lineno,
+                frame.name), parameters
+    return statement, parameters
+
+
+def _note_idle_since(_dbapi_conn: Any, record: Any) -> None:
     if record is not None:
         record.info['idle_since'] = time.monotonic()
 
 
-def _ping_after_idle(dbapi_conn, record, fairy):
-    idle_since = record.info.get('idle_since')
-    if idle_since is None or time.monotonic() - idle_since < PING_AFTER_IDLE:
-        return   # a new connection, or one in use a moment ago
-    dialect = fairy._pool._dialect
-    try:
-        dialect.do_ping(dbapi_conn)
-    except dialect.loaded_dbapi.Error as e:
-        if not dialect.is_disconnect(e, dbapi_conn, None):
-            raise
-        # The pool reconnects, and drops every connection as old as this one.
-        raise sa.exc.InvalidatePoolError(str(e)) from e
-
-
-def _rollback_if_open(dbapi_conn, _record, reset_state):
+def _rollback_if_open(dbapi_conn: Any, _record: Any, reset_state: Any) -> None:
     """What the pool does on checkin instead of an unconditional rollback:
     a connection whose transaction was committed or rolled back (every
     ``writer()``, every ``reader()``) has nothing to undo, and PyMySQL
@@ -254,193 +263,118 @@ def _rollback_if_open(dbapi_conn, _record, reset_state):
 
 
 _MYSQL_IN_TRANSACTION = 1   # SERVER_STATUS_IN_TRANS in the OK packet
-
-# SQL that a folded transaction's connection (its id) sends in front of its
-# next statement: its BEGIN, then INSERTs nothing has read yet.
-_PENDING: dict[int, str] = {}
-_BEGIN = 'BEGIN;'
-# conn.info key: the connection is in a folded transaction.
-_FOLDED = 'folded_transaction'
-# insert_later's INSERT text, per table and column set.
-_INSERT_SQL: dict = {}
 _PG_IDLE = 0   # psycopg2.extensions.TRANSACTION_STATUS_IDLE
+# insert_later's INSERT text, per dialect, table and column set.
+_INSERT_SQL: dict[tuple[str, sa.Table, tuple[str, ...]], tuple[str, str]] = {}
+# Execution option of a MySQL read that may carry the queued statements
+# before it in its round trip (``dialects.RIDES_PENDING``).
+RIDES_PENDING = dialects.RIDES_PENDING
 
 
-def _pending(cursor, statement):
-    """What the connection must send before ``statement`` (``_PENDING``)."""
-    prefix = _PENDING.pop(id(cursor.connection), None) if _PENDING else None
-    if prefix and prefix != _BEGIN and statement.startswith('SAVEPOINT'):
-        # An error of the pending rows would be taken for one of the
-        # statement the savepoint guards, and perhaps forgiven.
-        raise RuntimeError('insert_later rows cannot be followed by a savepoint')
-    return prefix
+class _Plain:
+    """A write as SQLAlchemy runs it (SQLite, MySQL through another
+    driver): BEGIN, its statements, the change record, COMMIT."""
 
+    folded = False
 
-def _send_pending_with_next_statement(dialect):
-    """psycopg2 sends a transaction's BEGIN as a round trip of its own; a
-    ``_folded_transaction`` has its connection in autocommit and puts the
-    BEGIN, and any ``insert_later`` rows, in front of the next statement
-    instead. A statement marked ``prepared`` runs as a prepared statement.
-    (Methods of this engine's dialect: an engine event would cost every
-    statement a dispatch.)"""
-    execute, execute_no_params = dialect.do_execute, dialect.do_execute_no_params
-    executemany = dialect.do_executemany
+    def __init__(self, recorder: write_mod.Recorder) -> None:
+        self.recorder = recorder
 
-    def do_execute(cursor, statement, parameters, context=None):
-        prefix = _pending(cursor, statement)   # holds no % (see insert_later)
-        options = context.execution_options if context is not None else {}
-        if not options.get(prepared_mod.PREPARE):
-            execute(cursor, prefix + statement if prefix else statement, parameters, context)
-            return
-        info = context.root_connection.info
-        text, new_name = prepared_mod.as_prepared(info, statement)
-        try:
-            execute(cursor, (prefix or '') + text + options.get(prepared_mod.THEN, ''),
-                    parameters, context)
-        except dialect.loaded_dbapi.Error as e:
-            prepared_mod.failed(info, e)
-            raise
-        if new_name is not None:
-            prepared_mod.ran(info, statement, new_name)
+    def new(self) -> write_mod.Write:
+        return write_mod.Write(self.folded, self.recorder)
 
-    def do_execute_no_params(cursor, statement, context=None):
-        prefix = _pending(cursor, statement)
-        execute_no_params(cursor, prefix + statement if prefix else statement, context)
-
-    def do_executemany(cursor, statement, parameters, context=None):
-        prefix = _pending(cursor, statement)
-        if prefix:
-            cursor.execute(prefix)
-        executemany(cursor, statement, parameters, context)
-
-    dialect.do_execute = do_execute
-    dialect.do_execute_no_params = do_execute_no_params
-    dialect.do_executemany = do_executemany
-
-
-def _send_pending_with_the_record(dialect):
-    """MySQL/MariaDB (PyMySQL, its connections allowing several statements
-    per round trip): ``insert_later`` rows wait for the change record,
-    which carries them and the COMMIT in one round trip (``RECORD``);
-    before any other statement they go in a round trip of their own. The
-    record's later statements are read here, so their errors surface as
-    the statement's own (oslo.db's filters name them), and its COMMIT
-    spares the transaction's own."""
-    execute, execute_no_params = dialect.do_execute, dialect.do_execute_no_params
-    commit = dialect.do_commit
-
-    def send_alone(cursor, statements):
-        execute_no_params(cursor, statements, None)
-        while cursor.nextset():
-            pass
-
-    def do_execute(cursor, statement, parameters, context=None):
-        prefix = _pending(cursor, statement)
-        if prefix and '%' not in prefix and context is not None and (
-                context.execution_options.get(RIDES_PENDING)):
-            # The statements before it, then it: its answer is the last.
-            execute(cursor, prefix + statement, parameters, context)
-            while cursor.nextset():
-                pass
-            return
-        if prefix:
-            send_alone(cursor, prefix)
-        execute(cursor, statement, parameters, context)
-
-    def do_execute_no_params(cursor, statement, context=None):
-        prefix = _pending(cursor, statement)
-        record = context is not None and context.execution_options.get(changes.RECORD)
-        if prefix and not record:
-            send_alone(cursor, prefix)
-            prefix = None
-        execute_no_params(cursor, prefix + statement if prefix else statement, context)
-        if record:
-            while cursor.nextset():
-                pass
-            _COMMITTED.add(id(cursor.connection))
-
-    def do_commit(connection):
-        # (SQLAlchemy hands over the pool's proxy of the DBAPI connection)
-        key = id(getattr(connection, 'dbapi_connection', connection))
-        if key in _COMMITTED:
-            _COMMITTED.discard(key)
-            return
-        commit(connection)
-
-    dialect.do_execute = do_execute
-    dialect.do_execute_no_params = do_execute_no_params
-    dialect.do_commit = do_commit
-
-
-# Execution option of a MySQL read that may carry the pending statements
-# before it in its round trip (its answer is read last).
-RIDES_PENDING = 'placement_rides_pending'
-# MySQL connections (their ids) whose transaction the record committed.
-_COMMITTED: set[int] = set()
-
-
-@contextlib.contextmanager
-def _folded_transaction(conn):
-    """A PostgreSQL write transaction in fewer round trips: BEGIN goes with
-    the first statement, rows given to ``insert_later`` with the next one,
-    and COMMIT with the change record (``changes.record(commit=True)``);
-    the connection is in autocommit so that psycopg2 sends neither BEGIN
-    nor COMMIT by itself. Nothing sent, nothing to end."""
-    dbapi_conn = conn.connection.dbapi_connection
-    key = id(dbapi_conn)
-    with _autocommit(conn):
-        _PENDING[key] = _BEGIN
-        conn.info[_FOLDED] = True
-        try:
+    @contextlib.contextmanager
+    def writing(self, conn: sa.Connection, write: write_mod.Write) -> Iterator[None]:
+        with conn.begin():
+            write.controlling = False
             yield
-            if _PENDING.get(key) != _BEGIN:
-                changes.record(conn, commit=True)
-        except BaseException:
-            if not _PENDING.get(key, '').startswith(_BEGIN) and not dbapi_conn.closed:
-                try:
-                    conn.exec_driver_sql('ROLLBACK')
-                except sa.exc.DBAPIError:
-                    pass   # the connection is lost: so is its transaction
-            raise
-        finally:
-            _PENDING.pop(key, None)
-            conn.info.pop(_FOLDED, None)
-            if not dbapi_conn.closed and dbapi_conn.info.transaction_status != _PG_IDLE:
-                # Never hand the pool a connection inside a transaction.
-                conn.invalidate()
+            write.controlling = True
+            # last, so the change counter is held only for the commit
+            changes.record(conn)
 
 
-@contextlib.contextmanager
-def _folded_record(conn):
-    """A MySQL write transaction whose last round trip carries its
-    ``insert_later`` rows, its change record and its COMMIT
-    (``changes.record(commit=True)``, see ``_send_pending_with_the_record``)."""
-    key = id(conn.connection.dbapi_connection)
-    conn.info[_FOLDED] = True
-    try:
-        yield
-    finally:
-        _PENDING.pop(key, None)
-        _COMMITTED.discard(key)
-        conn.info.pop(_FOLDED, None)
+class _FoldedRecord(_Plain):
+    """MySQL through PyMySQL: the write's last queued rows, its change
+    record and its COMMIT in one round trip (``dialects.MySQL``)."""
+
+    folded = True
+
+    @contextlib.contextmanager
+    def writing(self, conn: sa.Connection, write: write_mod.Write) -> Iterator[None]:
+        with conn.begin():
+            write.controlling = False
+            yield
+            write.controlling = True
+            changes.record(conn, commit=True)
 
 
-def insert_later(conn, table, rows):
+class _FoldedTransaction(_Plain):
+    """PostgreSQL in fewer round trips: BEGIN goes with the first
+    statement, rows given to ``insert_later`` with the next one, and
+    COMMIT with the change record (``changes.record(commit=True)``); the
+    connection is in autocommit so that psycopg2 sends neither BEGIN nor
+    COMMIT by itself. Nothing sent, nothing to end."""
+
+    folded = True
+
+    def new(self) -> write_mod.Write:
+        return write_mod.Write(self.folded, self.recorder, begin=True)
+
+    @contextlib.contextmanager
+    def writing(self, conn: sa.Connection, write: write_mod.Write) -> Iterator[None]:
+        dbapi_conn = conn.connection.dbapi_connection
+        assert dbapi_conn is not None
+        with _autocommit(conn):
+            try:
+                with conn.begin():   # (in autocommit: SQLAlchemy's only)
+                    write.controlling = False
+                    yield
+                    write.controlling = True
+                    if not write.sent_nothing:
+                        changes.record(conn, commit=True)
+            except BaseException:
+                write.controlling = True
+                if write.began and not dbapi_conn.closed:
+                    try:
+                        conn.exec_driver_sql('ROLLBACK')
+                    except sa.exc.DBAPIError:
+                        pass   # the connection is lost: so is its transaction
+                raise
+            finally:
+                if not dbapi_conn.closed and dbapi_conn.info.transaction_status != _PG_IDLE:
+                    # Never hand the pool a connection inside a transaction.
+                    conn.invalidate()
+
+
+def _strategy_for(engine: sa.Engine) -> _Plain:
+    """How this engine's writes run, chosen once."""
+    dialect = engine.dialect
+    if isinstance(dialect, dialects.PostgreSQL):
+        return _FoldedTransaction(changes.record_in_one_statement)
+    if isinstance(dialect, dialects.MySQL):
+        return _FoldedRecord(changes.record_with_commit)
+    if dialect.name == 'mysql':
+        return _Plain(changes.record_last_insert_id)
+    return _Plain(changes.record_returning)
+
+
+def insert_later(conn: sa.Connection, table: sa.Table, rows: list[dict[str, Any]]) -> None:
     """INSERT ``rows`` (dicts with the same keys) into ``table``. In a
     PostgreSQL write they go in front of the transaction's next statement,
     in a MySQL one in front of the change record or in a round trip of
     their own before any other statement: for a write's last rows, with
     the record and COMMIT, a round trip saved; the order of statements
     kept. On SQLite they are inserted now."""
-    if not conn.info.get(_FOLDED):
+    if not folded(conn):
         conn.execute(table.insert(), rows)
         return
     columns = tuple(rows[0])
-    template = _INSERT_SQL.get((table, columns))
+    key = (conn.dialect.name, table, columns)
+    template = _INSERT_SQL.get(key)
     if template is None:
         sql = str(table.insert().inline().compile(dialect=conn.dialect, column_keys=columns))
         head, _, values = sql.partition(' VALUES ')
-        template = _INSERT_SQL[table, columns] = (head + ' VALUES ', values)
+        template = _INSERT_SQL[key] = (head + ' VALUES ', values)
     sql = template[0] + ','.join(rendered(conn, template[1], row) for row in rows)
     if '%' in sql and conn.dialect.name == 'postgresql':
         # psycopg2 would read it as a placeholder of the statement it rides on
@@ -449,44 +383,49 @@ def insert_later(conn, table, rows):
     send_later(conn, sql)
 
 
-def folds_the_record(conn):
+def folds_the_record(conn: sa.Connection) -> bool:
     """``conn`` is in a MySQL write whose record carries its COMMIT."""
-    return bool(conn.info.get(_FOLDED)) and conn.dialect.name == 'mysql'
+    return folded(conn) and conn.dialect.name == 'mysql'
 
 
-def folded(conn):
+def folded(conn: sa.Connection) -> bool:
     """``conn`` is in a write whose ``send_later`` statements wait
     (PostgreSQL, MySQL through PyMySQL); elsewhere they run at once."""
-    return bool(conn.info.get(_FOLDED))
+    write: write_mod.Write | None = conn.info.get(write_mod.KEY)
+    return write is not None and write.folded
 
 
-def rendered(conn, sql, params):
+def rendered(conn: sa.Connection, sql: str, params: Mapping[str, Any]) -> str:
     """``sql`` with ``params`` quoted in by the driver, as it would send it."""
-    with contextlib.closing(conn.connection.dbapi_connection.cursor()) as cursor:
+    dbapi_conn = conn.connection.dbapi_connection
+    assert dbapi_conn is not None
+    with contextlib.closing(dbapi_conn.cursor()) as cursor:
         text = cursor.mogrify(sql, params)
-    return text.decode() if isinstance(text, bytes) else text   # psycopg2's, PyMySQL's
+    return text.decode() if isinstance(text, bytes) else str(text)   # psycopg2's, PyMySQL's
 
 
-def send_later(conn, sql):
+def send_later(conn: sa.Connection, sql: str) -> None:
     """Run ``sql`` (a statement with no parameters, whose answer nobody
     reads) as ``insert_later`` sends its rows: in a folded write, with the
     next statement (PostgreSQL) or with the change record (MySQL); now
     elsewhere."""
-    if not conn.info.get(_FOLDED):
+    write: write_mod.Write | None = conn.info.get(write_mod.KEY)
+    if write is None or not write.folded:
         conn.exec_driver_sql(sql)
         return
-    key = id(conn.connection.dbapi_connection)
-    _PENDING[key] = _PENDING.get(key, '') + sql + ';'
+    write.send_later(sql)
 
 
-def create_engine(url, max_pool_size=None, max_overflow=None, pool_timeout=None,
-                  connection_recycle_time=3600, mysql_sql_mode='TRADITIONAL',
-                  mysql_wsrep_sync_wait=None, connection_parameters=None,
-                  connection_debug=0, connection_trace=False):
+def create_engine(url: str | sa.URL, max_pool_size: int | None = None,
+                  max_overflow: int | None = None, pool_timeout: int | None = None,
+                  connection_recycle_time: int = 3600, mysql_sql_mode: str = 'TRADITIONAL',
+                  mysql_wsrep_sync_wait: int | None = None,
+                  connection_parameters: str | None = None,
+                  connection_debug: int = 0, connection_trace: bool = False) -> sa.Engine:
     """An engine for ``url``; the keywords are [placement_database]'s."""
     url = sa.engine.make_url(url)
     if url.get_backend_name() == 'sqlite':
-        return _sqlite_engine(url)
+        return _sqlite_engine(_our_dialect(url))
     if url.get_backend_name() == 'mysql':
         if not url.drivername.startswith('mysql+'):
             url = url.set(drivername='mysql+pymysql')
@@ -497,17 +436,39 @@ def create_engine(url, max_pool_size=None, max_overflow=None, pool_timeout=None,
         # SQLAlchemy 2.1 would pick psycopg 3; psycopg2 is what we ship.
         # (PostgreSQL's transactions are READ COMMITTED unless told otherwise.)
         url = url.set(drivername='postgresql+psycopg2')
-    return _without_rollback_bookkeeping(engines.create_engine(
-        url, max_pool_size=max_pool_size, max_overflow=max_overflow,
-        pool_timeout=pool_timeout, connection_recycle_time=connection_recycle_time,
-        mysql_sql_mode=mysql_sql_mode, mysql_wsrep_sync_wait=mysql_wsrep_sync_wait,
-        connection_parameters=connection_parameters,
-        connection_debug=connection_debug, connection_trace=connection_trace,
-        # A worker starts even while the database is away (it answers 503
-        # until it is back); commands check the connection themselves.
-        max_retries=0,
-        # The checkin hook yields to eventlet's green threads: none here.
-        thread_checkin=False, _engine_target=_engine_with_lazy_ping))
+    url = _our_dialect(url)
+    if connection_parameters:
+        url = url.update_query_string(connection_parameters, append=True)
+    # What oslo.db's engines.create_engine makes of the same options, but
+    # without its listeners on every commit, rollback and checkin (they
+    # remember which error made a savepoint roll back, which nothing here
+    # reads) that make every statement dispatch engine events: 30-50 us
+    # of CPU per connection use (docs/bench/placement-server.md, issue
+    # 28). Its error translation is kept: the exception filters.
+    args: dict[str, Any] = dict(pool_recycle=connection_recycle_time, pool_pre_ping=False,
+                                pool_reset_on_return=None)
+    for name, value in (('pool_size', max_pool_size), ('max_overflow', max_overflow),
+                        ('pool_timeout', pool_timeout)):
+        if value is not None:
+            args[name] = value
+    if url.get_backend_name() == 'postgresql' and 'client_encoding' not in url.query:
+        args['client_encoding'] = 'utf8'
+    _log_sql(connection_debug)
+    engine = sa.create_engine(url, **args)
+    event.listen(engine, 'handle_error', exc_filters.handler, retval=True)
+    _pool_hooks(engine, _mysql_session(mysql_sql_mode, mysql_wsrep_sync_wait)
+                if url.get_backend_name() == 'mysql' else None)
+    if connection_trace:
+        event.listen(engine, 'before_cursor_execute', _traced, retval=True)
+    return engine
+
+
+def _our_dialect(url: sa.URL) -> sa.URL:
+    """``url`` naming our dialect (``dialects.DRIVERS``) for its driver."""
+    name = url.drivername if '+' in url.drivername else url.drivername + '+' + {
+        'sqlite': 'pysqlite', 'postgresql': 'psycopg2', 'mysql': 'pymysql'}.get(
+            url.drivername, '')
+    return url.set(drivername=dialects.DRIVERS.get(name, url.drivername))
 
 
 # libpq's words for a refused or dropped connection that oslo.db's filters
@@ -516,7 +477,7 @@ _PG_CONNECTION_LOST = ('connection to server at', 'could not connect to server',
                        'server closed the connection', 'terminating connection')
 
 
-def _connection_lost(error):
+def _connection_lost(error: Exception) -> bool:
     if isinstance(error, db_exc.DBConnectionError):
         return True
     text = str(getattr(error, 'orig', error)).lower()
@@ -525,7 +486,7 @@ def _connection_lost(error):
 
 
 @contextlib.contextmanager
-def _unavailable_on_disconnect():
+def _unavailable_on_disconnect() -> Iterator[None]:
     try:
         yield
     except (db_exc.DBConnectionError, sa.exc.OperationalError) as e:
@@ -537,8 +498,8 @@ def _unavailable_on_disconnect():
 
 
 @contextlib.contextmanager
-def _autocommit(conn):
-    dbapi_conn = conn.connection.dbapi_connection
+def _autocommit(conn: sa.Connection) -> Iterator[None]:
+    dbapi_conn: Any = conn.connection.dbapi_connection
     dbapi_conn.autocommit = True   # no round trip with psycopg2
     try:
         yield
@@ -550,14 +511,14 @@ def _autocommit(conn):
 class Database:
     """A process's handle on the placement database."""
 
-    def __init__(self, url, **engine_kwargs):
+    def __init__(self, url: str | sa.URL, **engine_kwargs: Any) -> None:
         self.url = str(url)
         self.engine = create_engine(url, **engine_kwargs)
         self.dialect = self.engine.dialect.name
-        self.folds_the_record = _sends_several_statements(self.engine)
+        self.strategy = _strategy_for(self.engine)
 
     @contextlib.contextmanager
-    def reader(self):
+    def reader(self) -> Iterator[sa.Connection]:
         """A connection for reads; nothing it does is committed.
 
         On PostgreSQL its statements run outside a transaction: under READ
@@ -575,27 +536,21 @@ class Database:
             # Closing the connection ends its transaction (rolled back).
 
     @contextlib.contextmanager
-    def writer(self):
-        """One transaction: commits when the block ends, rolls back on error."""
+    def writer(self) -> Iterator[sa.Connection]:
+        """One transaction: commits when the block ends, rolls back on
+        error. Its ``write.Write`` (``conn.info``) holds what the write
+        queues and notes, and refuses what a write path may not do."""
         with _unavailable_on_disconnect(), self.engine.connect() as conn:
-            conn.info['writer'] = True
-            conn.info.pop('changed', None)
+            write = self.strategy.new()
+            # where the write's code finds it, and where the dialect does
+            conn.info[write_mod.KEY] = write
+            conn.execution_options(**{write_mod.KEY: write})
             try:
-                if self.dialect == 'postgresql':
-                    with _folded_transaction(conn), conn.begin():
-                        yield conn
-                elif self.folds_the_record:
-                    with _folded_record(conn), conn.begin():
-                        yield conn
-                        changes.record(conn, commit=True)
-                else:
-                    with conn.begin():
-                        yield conn
-                        # last, so the change counter is held only for the commit
-                        changes.record(conn)
+                with self.strategy.writing(conn, write):
+                    yield conn
             finally:
-                conn.info.pop('writer', None)
-                conn.info.pop('changed', None)
+                if not conn.invalidated:   # (its info would reconnect it)
+                    conn.info.pop(write_mod.KEY, None)
 
-    def dispose(self):
+    def dispose(self) -> None:
         self.engine.dispose()

@@ -33,7 +33,9 @@ import uuid as uuidlib
 
 import sqlalchemy as sa
 
+from placement_server.db import dialects
 from placement_server.db import tables
+from placement_server.db import write as write_mod
 from placement_server.db.prepared import prepared
 
 SHARDS = 8
@@ -49,10 +51,9 @@ NAMES = 0
 COUNTERS = tables.resource_view_counters
 CHANGES = tables.resource_view_changes
 
-# Execution option of a record whose statements end with COMMIT (MySQL:
-# ``api._send_pending_with_the_record`` reads them all).
-RECORD = 'placement_record'
-_ENDS_WITH_COMMIT = {RECORD: True, 'no_parameters': True}
+# Execution options of a record whose statements end with COMMIT (MySQL:
+# ``dialects.MySQL`` reads them all).
+ENDS_WITH_COMMIT = {dialects.RECORD: True, 'no_parameters': True}
 
 # PostgreSQL's record: the bump and the change rows in one statement, the
 # new providers found by uuid (UNION: a write may also name one by id).
@@ -67,20 +68,20 @@ _RECORD = sa.text(
 
 def note(conn: sa.Connection, provider_ids: Iterable[int]) -> None:
     """This write transaction changed these providers (ids)."""
-    conn.info.setdefault('changed', set()).update(provider_ids)
+    write_mod.Write.of(conn).note(provider_ids)
 
 
 def note_created(conn: sa.Connection, uuid: str) -> None:
     """This write inserts the provider ``uuid``, whose id is not known yet
     (a new root's row goes with the record): the record finds it by uuid."""
     # canonical, so that it can be written into the statement
-    conn.info.setdefault('created', set()).add(str(uuidlib.UUID(uuid)))
+    write_mod.Write.of(conn).note_created(str(uuidlib.UUID(uuid)))
 
 
 def note_names(conn: sa.Connection) -> None:
     """This write transaction created, renamed or deleted a resource class
     or trait, or a provider's aggregate uuid to id mapping could change."""
-    conn.info.setdefault('changed', set()).add(NAMES)
+    write_mod.Write.of(conn).note([NAMES])
 
 
 def record(conn: sa.Connection, commit: bool = False) -> None:
@@ -88,71 +89,92 @@ def record(conn: sa.Connection, commit: bool = False) -> None:
     ``Database.writer`` just before COMMIT); nothing when nothing changed.
 
     ``commit`` (PostgreSQL, MySQL through PyMySQL): send the COMMIT in the
-    same round trip.
+    same round trip. How is the engine's (``write.Recorder``).
     """
-    changed = conn.info.pop('changed', None) or set()
-    created = conn.info.pop('created', None) or set()
+    write = write_mod.Write.of(conn)
+    changed, created = write.take_notes()
     if not changed and not created:
         if commit:
-            conn.exec_driver_sql('COMMIT', execution_options=_ENDS_WITH_COMMIT)
+            conn.exec_driver_sql('COMMIT', execution_options=ENDS_WITH_COMMIT)
         return
     shard = (min(changed) if changed else uuidlib.UUID(min(created)).int) % SHARDS
-    dialect = conn.dialect.name
-    if dialect == 'postgresql':
-        # One round trip: bump and insert in one prepared statement, with
-        # the pruning when due and the COMMIT after it. A missing counter
-        # row makes seq NULL, which the key refuses.
-        then = _pruning(shard) if prune_due() else []
-        if commit:
-            then.append('COMMIT')
-        try:
-            conn.execute(prepared(_RECORD, then=then), {
-                'shard': shard, 'ids': sorted(changed), 'uuids': sorted(created)})
-        except Exception as e:
-            # oslo.db wraps it (DBError): the driver's own error tells.
-            cause = getattr(getattr(e, 'inner_exception', e), 'orig', None)
-            if (cause is not None and getattr(cause, 'pgcode', None) == _NOT_NULL_VIOLATION
-                    and cause.diag.table_name == 'resource_view_changes'):
-                _missing(shard)
-            raise
-        return
-    if dialect == 'mysql' and commit:
-        # One round trip: the bump, the change rows (LAST_INSERT_ID(expr)
-        # keeps the new number on the connection), the pruning when due
-        # and the COMMIT. A missing counter row leaves ROW_COUNT() at 0
-        # and seq NULL, which the column refuses.
-        statements = [
-            'UPDATE resource_view_counters SET seq = LAST_INSERT_ID(seq + 1) '
-            'WHERE shard = %d' % shard,
-            _insert_changes(shard, 'IF(ROW_COUNT() = 1, LAST_INSERT_ID(), NULL)',
-                            changed, created)]
-        if prune_due():
-            statements += _pruning(shard)
-        statements.append('COMMIT')
-        try:
-            conn.exec_driver_sql(';'.join(statements), execution_options=_ENDS_WITH_COMMIT)
-        except Exception as e:
-            cause = getattr(getattr(e, 'inner_exception', e), 'orig', None)
-            if (cause is not None and cause.args[:1] == (_MYSQL_BAD_NULL,)
-                    and "'seq'" in str(cause.args[1:])):
-                _missing(shard)
-            raise
-        return
-    if dialect == 'mysql':
-        # No UPDATE ... RETURNING: LAST_INSERT_ID(expr) keeps the new
-        # number on this connection for the insert to use.
-        bumped = conn.exec_driver_sql('UPDATE resource_view_counters SET seq = '
-                                      'LAST_INSERT_ID(seq + 1) WHERE shard = %d'
-                                      % shard).rowcount
-        _check(bumped == 1, shard)
-        seq = 'LAST_INSERT_ID()'
-    else:
-        number = conn.exec_driver_sql(
-            'UPDATE resource_view_counters SET seq = seq + 1 WHERE shard = %d '
-            'RETURNING seq' % shard).scalar()
-        if number is None:
+    write.recorder(conn, shard, changed, created, commit)
+
+
+def record_in_one_statement(conn: sa.Connection, shard: int, changed: set[int],
+                            created: set[str], commit: bool) -> None:
+    """PostgreSQL, one round trip: bump and insert in one prepared
+    statement, with the pruning when due and the COMMIT after it. A
+    missing counter row makes seq NULL, which the key refuses."""
+    then = _pruning(shard) if prune_due() else []
+    if commit:
+        then.append('COMMIT')
+    try:
+        conn.execute(prepared(_RECORD, then=then), {
+            'shard': shard, 'ids': sorted(changed), 'uuids': sorted(created)})
+    except Exception as e:
+        # oslo.db wraps it (DBError): the driver's own error tells.
+        cause = getattr(getattr(e, 'inner_exception', e), 'orig', None)
+        if (cause is not None and getattr(cause, 'pgcode', None) == _NOT_NULL_VIOLATION
+                and cause.diag.table_name == 'resource_view_changes'):
             _missing(shard)
-        seq = '%d' % number
+        raise
+
+
+def record_with_commit(conn: sa.Connection, shard: int, changed: set[int],
+                       created: set[str], commit: bool) -> None:
+    """MySQL through PyMySQL, one round trip: the bump, the change rows
+    (LAST_INSERT_ID(expr) keeps the new number on the connection), the
+    pruning when due and the COMMIT. A missing counter row leaves
+    ROW_COUNT() at 0 and seq NULL, which the column refuses. (Without
+    ``commit``, as a record in a transaction going on: statement by
+    statement.)"""
+    if not commit:
+        record_last_insert_id(conn, shard, changed, created, commit)
+        return
+    statements = [
+        'UPDATE resource_view_counters SET seq = LAST_INSERT_ID(seq + 1) '
+        'WHERE shard = %d' % shard,
+        _insert_changes(shard, 'IF(ROW_COUNT() = 1, LAST_INSERT_ID(), NULL)',
+                        changed, created)]
+    if prune_due():
+        statements += _pruning(shard)
+    statements.append('COMMIT')
+    try:
+        conn.exec_driver_sql(';'.join(statements), execution_options=ENDS_WITH_COMMIT)
+    except Exception as e:
+        cause = getattr(getattr(e, 'inner_exception', e), 'orig', None)
+        if (cause is not None and cause.args[:1] == (_MYSQL_BAD_NULL,)
+                and "'seq'" in str(cause.args[1:])):
+            _missing(shard)
+        raise
+
+
+def record_last_insert_id(conn: sa.Connection, shard: int, changed: set[int],
+                          created: set[str], commit: bool) -> None:
+    """MySQL through another driver, statement by statement. No UPDATE ...
+    RETURNING: LAST_INSERT_ID(expr) keeps the new number on this
+    connection for the insert to use."""
+    bumped = conn.exec_driver_sql('UPDATE resource_view_counters SET seq = '
+                                  'LAST_INSERT_ID(seq + 1) WHERE shard = %d'
+                                  % shard).rowcount
+    _check(bumped == 1, shard)
+    _insert_and_prune(conn, shard, 'LAST_INSERT_ID()', changed, created)
+
+
+def record_returning(conn: sa.Connection, shard: int, changed: set[int],
+                     created: set[str], commit: bool) -> None:
+    """SQLite, statement by statement: the bump returns the number."""
+    number = conn.exec_driver_sql(
+        'UPDATE resource_view_counters SET seq = seq + 1 WHERE shard = %d '
+        'RETURNING seq' % shard).scalar()
+    if number is None:
+        _missing(shard)
+    _insert_and_prune(conn, shard, '%d' % number, changed, created)
+
+
+def _insert_and_prune(conn: sa.Connection, shard: int, seq: str, changed: set[int],
+                      created: set[str]) -> None:
     conn.exec_driver_sql(_insert_changes(shard, seq, changed, created))
     if prune_due():
         prune(conn, shard)

@@ -6,14 +6,20 @@ the database more than running them. Marked with ``prepared``, such a
 statement is sent the first time on a connection as ``PREPARE name AS
 ...; EXECUTE name(...)`` and from then on as ``EXECUTE name(...)``
 (psycopg2 has no prepared statements of its own; the engine's dialect,
-see ``api._send_pending_with_next_statement``, does the sending).
+``dialects.PostgreSQL``, does the sending).
 
 Prepared statements live as long as their connection, outside any
 transaction (a rollback keeps them): which ones a connection holds is
 noted in its ``info``, which the pool empties when it reconnects. Other
 engines run the statement as it is.
 """
+from collections.abc import Iterable
+from collections.abc import MutableMapping
 import re
+from typing import Any
+from typing import TypeVar
+
+import sqlalchemy as sa
 
 # Execution options: plan once; statements (without parameters) to send
 # after it in the same round trip.
@@ -32,22 +38,27 @@ _SHAPES: dict[str, tuple[str, str]] = {}
 _FEATURE_NOT_SUPPORTED = '0A000'    # e.g. a plan whose table has changed
 
 
-def prepared(statement, then=()):
+Executable = TypeVar('Executable', bound=sa.sql.base.Executable)
+# A connection's info (``sa.Connection.info``).
+Info = MutableMapping[Any, Any]
+
+
+def prepared(statement: Executable, then: Iterable[str] = ()) -> Executable:
     """``statement`` to be planned once per connection on PostgreSQL, and
     ``then`` (statements without parameters) sent after it in the same
     round trip. Only PostgreSQL's writes send ``then``."""
-    options = {PREPARE: True}
+    options: dict[str, Any] = {PREPARE: True}
     if then:
         options[THEN] = ';' + ';'.join(then)
     return statement.execution_options(**options)
 
 
-def _shape(statement):
+def _shape(statement: str) -> tuple[str, str]:
     shape = _SHAPES.get(statement)
     if shape is None:
         order: list[str] = []
 
-        def number(match):
+        def number(match: re.Match[str]) -> str:
             if match.group(1) not in order:
                 order.append(match.group(1))
             return '$%d' % (order.index(match.group(1)) + 1)
@@ -57,7 +68,7 @@ def _shape(statement):
     return shape
 
 
-def as_prepared(info, statement):
+def as_prepared(info: Info, statement: str) -> tuple[str, str | None]:
     """The text (pyformat, as psycopg2 takes it) that runs ``statement``
     prepared on the connection whose ``info`` this is, and the name to
     note with ``ran`` once it ran (None: nothing to note)."""
@@ -77,11 +88,11 @@ def as_prepared(info, statement):
     return 'PREPARE %s AS %s;EXECUTE %s%s' % (name, body, name, arguments), name
 
 
-def ran(info, statement, name):
+def ran(info: Info, statement: str, name: str) -> None:
     info[_NAMES][statement] = name
 
 
-def failed(info, error):
+def failed(info: Info, error: BaseException) -> None:
     if getattr(error, 'pgcode', None) == _FEATURE_NOT_SUPPORTED:
         # A plan no longer fits its tables (a schema upgrade ran under this
         # server): plan every statement again.

@@ -47,6 +47,7 @@ from placement_server.db import inventories
 from placement_server.db import providers
 from placement_server.db import tables
 from placement_server.db import traits
+from placement_server.db import write as write_mod
 
 WRITERS = 4
 WRITES = 60        # per writer
@@ -201,7 +202,7 @@ def capture(monkeypatch):
     real = changes.record
 
     def record(conn, commit=False):
-        ids = set(conn.info.get('changed') or ())
+        ids = set(write_mod.Write.of(conn).changed)
         real(conn)
         if ids:
             shard = min(ids) % changes.SHARDS
@@ -447,7 +448,7 @@ def test_the_check_catches_numbers_taken_before_commit(database, capture, monkey
             real_note(conn, ids)
 
         def record(conn, commit=False):
-            ids, seq = conn.info.pop('changed', None), conn.info.pop('early', None)
+            ids, seq = write_mod.Write.of(conn).take_notes()[0], conn.info.pop('early', None)
             if ids:
                 conn.exec_driver_sql(
                     'INSERT INTO resource_view_changes (shard, seq, provider_id) VALUES %s'
