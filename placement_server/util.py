@@ -4,64 +4,85 @@ Handlers are thin and uniform: check what they accept, decode and validate
 the body or query against a schema picked by microversion, make one call
 into ``db``, and render with ``json_response``.
 """
+from collections.abc import Callable
+from collections.abc import Mapping
 import datetime
 import email.utils
 import functools
 import json
 import re
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import TypeVar
+from typing import cast
 import uuid as uuidlib
 
 import fastjsonschema
 import jsonschema
 import orjson
+from oslo_config import cfg
 import webob
 
 from placement_server import errors
 from placement_server import microversion
+
+if TYPE_CHECKING:
+    from placement_server import context as context_mod
+    from placement_server.db import api as db_api
+
+# A JSON schema, as placement_server.schemas writes them
+Schema = dict[str, Any]
 
 
 class Request(webob.Request):
     """A webob request carrying what the middleware found out."""
 
     @property
-    def version(self):
-        return self.environ['placement.microversion']
+    def version(self) -> microversion.Version:
+        version: microversion.Version = self.environ['placement.microversion']
+        return version
 
     @property
-    def context(self):
-        return self.environ['placement.context']
+    def context(self) -> 'context_mod.RequestContext':
+        ctx: context_mod.RequestContext = self.environ['placement.context']
+        return ctx
 
     @property
-    def db(self):
-        return self.environ['placement.db']
+    def db(self) -> 'db_api.Database':
+        database: db_api.Database = self.environ['placement.db']
+        return database
 
     @property
-    def conf(self):
-        return self.environ['placement.conf']
+    def conf(self) -> cfg.ConfigOpts:
+        conf: cfg.ConfigOpts = self.environ['placement.conf']
+        return conf
 
 
-def since(min_version):
+# A handler: the request and the path's {name} parts, to the response
+Handler = TypeVar('Handler', bound=Callable[..., webob.Response])
+
+
+def since(min_version: str) -> Callable[[Handler], Handler]:
     """The route does not exist (404) below ``min_version``."""
     wanted = microversion.Version.parse(min_version)
 
-    def decorate(handler):
+    def decorate(handler: Handler) -> Handler:
         @functools.wraps(handler)
-        def wrapper(req, **kwargs):
+        def wrapper(req: Request, **kwargs: str) -> webob.Response:
             if req.version < wanted:
                 raise errors.NotFound('The resource could not be found.')
             return handler(req, **kwargs)
-        wrapper.min_version = wanted
-        return wrapper
+        return cast(Handler, wrapper)
     return decorate
 
 
-def _json_default(value):
+def _json_default(value: object) -> str:
     if isinstance(value, datetime.datetime):
         return value.isoformat()
     raise TypeError(repr(value))
 
 
-def _encode(body):
+def _encode(body: object) -> bytes:
     """``body`` as JSON bytes.
 
     orjson is ~30 times faster than json on big bodies (a 600-provider list:
@@ -78,20 +99,23 @@ def _encode(body):
         return json.dumps(body, default=_json_default).encode('utf-8')
 
 
-def last_modified(*stamps):
+def last_modified(*stamps: datetime.datetime | None) -> datetime.datetime:
     """The newest of the given timestamps (None ones ignored), or now."""
-    stamps = [s for s in stamps if s is not None]
-    if not stamps:
+    known = [s for s in stamps if s is not None]
+    if not known:
         return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
-    return max(stamps)
+    return max(known)
 
 
-def modified(row):
+def modified(row: Mapping[str, Any]) -> datetime.datetime:
     """A row's Last-Modified: its last update, else its creation."""
-    return row['updated_at'] or row['created_at']
+    stamp: datetime.datetime = row['updated_at'] or row['created_at']
+    return stamp
 
 
-def json_response(req, body, status=200, modified=None, headers=None):
+def json_response(req: Request, body: object, status: int = 200,
+                  modified: datetime.datetime | None = None,
+                  headers: Mapping[str, str] | None = None) -> webob.Response:
     """Render ``body`` as JSON (unless it is JSON bytes already); from 1.15
     with Last-Modified and no-cache.
 
@@ -112,26 +136,27 @@ def json_response(req, body, status=200, modified=None, headers=None):
     return resp
 
 
-def url(req, path):
+def url(req: Request, path: str) -> str:
     """``path`` (an API path) as a link the client can follow: under the
     prefix the API is mounted at (SCRIPT_NAME, e.g. /placement), if any."""
-    return req.environ.get('SCRIPT_NAME', '') + path
+    prefix: str = req.environ.get('SCRIPT_NAME', '')
+    return prefix + path
 
 
-def no_content(status=204):
+def no_content(status: int = 204) -> webob.Response:
     resp = webob.Response(status=status)
     # A 204 has no body and so no content type.
     resp.content_type = None
     return resp
 
 
-def check_accept(req):
+def check_accept(req: Request) -> None:
     """GET handlers speak JSON only (406 otherwise)."""
     if req.accept and not req.accept.acceptable_offers(['application/json']):
         raise errors.NotAcceptable('Only application/json is provided')
 
 
-def extract_json(req, schema):
+def extract_json(req: Request, schema: Schema) -> Any:
     """The request body decoded and validated against ``schema``."""
     if req.content_type != 'application/json':
         raise errors.UnsupportedMediaType(
@@ -152,10 +177,10 @@ def extract_json(req, schema):
     return data
 
 
-_VALIDATORS = {}
+_VALIDATORS: dict[int, tuple[Schema, Any, Callable[[Any], Any]]] = {}
 
 
-def _check(data, schema):
+def _check(data: Any, schema: Schema) -> Any:
     """The best-matching schema error for ``data``, or None.
 
     jsonschema judges and words every error, as upstream's does. Most
@@ -183,7 +208,7 @@ def _check(data, schema):
 _SURROGATE = re.compile('[\ud800-\udfff]')
 
 
-def _holds_nul(value):
+def _holds_nul(value: object) -> bool:
     if isinstance(value, str):
         # Also a lone UTF-16 surrogate ("\ud800" in the JSON text): no
         # database can store it (UnicodeEncodeError, a 500 before).
@@ -195,20 +220,20 @@ def _holds_nul(value):
     return False
 
 
-def _describe(error):
+def _describe(error: Any) -> str:
     """A schema error as upstream words it: the validator's whole text
     (message, "Failed validating ... in schema[...]", the instance) on one
     line. Clients and upstream's tests match on its parts."""
     return str(error).replace('\n', ' ').rstrip()
 
 
-def validate(data, schema, what='JSON'):
+def validate(data: Any, schema: Schema, what: str = 'JSON') -> None:
     error = _check(data, schema)
     if error is not None:
         raise errors.BadRequest('%s does not validate: %s' % (what, _describe(error)))
 
 
-def query_params(req, schema):
+def query_params(req: Request, schema: Schema) -> dict[str, str]:
     """The query string as a dict (one value a key), validated by ``schema``.
 
     Repeatable keys (member_of, required, ...) are read with
@@ -228,7 +253,7 @@ FORMAT_CHECKER = jsonschema.FormatChecker()
 
 
 @FORMAT_CHECKER.checks('uuid')
-def _uuid_format(value):
+def _uuid_format(value: object) -> bool:
     return not isinstance(value, str) or is_uuid(value)
 
 
@@ -236,7 +261,7 @@ def _uuid_format(value):
 _FORMATS = {'uuid': _uuid_format}
 
 
-def is_uuid(value):
+def is_uuid(value: str) -> bool:
     # Placement accepts uuids with or without dashes, any case.
     try:
         uuidlib.UUID(value)
@@ -245,6 +270,6 @@ def is_uuid(value):
     return True
 
 
-def normalize_uuid(value):
+def normalize_uuid(value: str) -> str:
     """The canonical dashed lowercase form of a uuid accepted by the API."""
     return str(uuidlib.UUID(value))

@@ -1,4 +1,9 @@
 """/resource_providers/{uuid}/aggregates (1.1): show and replace."""
+import datetime
+from typing import Any
+
+import webob
+
 from placement_server import errors
 from placement_server import util
 from placement_server.db import aggregates as db
@@ -6,15 +11,16 @@ from placement_server.db import providers
 from placement_server.schemas import aggregate as schema
 
 
-def _render(req, uuids, generation, modified):
-    body = {'aggregates': uuids}
+def _render(req: util.Request, uuids: list[str], generation: int | None,
+            modified: datetime.datetime) -> webob.Response:
+    body: dict[str, Any] = {'aggregates': uuids}
     if req.version >= (1, 19):
         body['resource_provider_generation'] = generation
     return util.json_response(req, body, modified=modified)
 
 
 @util.since('1.1')
-def get_aggregates(req, uuid):
+def get_aggregates(req: util.Request, uuid: str) -> webob.Response:
     req.context.can('placement:resource_providers:aggregates:list')
     util.check_accept(req)
     with req.db.reader() as conn:
@@ -25,7 +31,7 @@ def get_aggregates(req, uuid):
 
 
 @util.since('1.1')
-def put_aggregates(req, uuid):
+def put_aggregates(req: util.Request, uuid: str) -> webob.Response:
     req.context.can('placement:resource_providers:aggregates:update')
     try:
         if req.version >= (1, 19):

@@ -1,6 +1,12 @@
 """/allocations/{consumer_uuid} (GET, PUT, DELETE), POST /allocations (1.13)
 and GET /resource_providers/{uuid}/allocations."""
 import collections
+from collections.abc import Iterable
+from collections.abc import Mapping
+import datetime
+from typing import Any
+
+import webob
 
 from placement_server import errors
 from placement_server import util
@@ -11,14 +17,14 @@ from placement_server.db import usages
 from placement_server.schemas import allocation as schema
 
 
-def _consumer_uuid(value):
+def _consumer_uuid(value: str) -> str:
     try:
         return util.normalize_uuid(value)
     except ValueError:
         raise errors.BadRequest('Malformed consumer_uuid: %s' % value)
 
 
-def _provider_uuids(allocations):
+def _provider_uuids(allocations: dict[str, Any]) -> dict[str, dict[str, int]]:
     """The allocations dict with its provider uuids in canonical form."""
     result = {}
     for rp_uuid, entry in allocations.items():
@@ -29,7 +35,7 @@ def _provider_uuids(allocations):
     return result
 
 
-def _request(req, consumer_uuid, data):
+def _request(req: util.Request, consumer_uuid: str, data: Any) -> db.ConsumerAllocations:
     """A db.ConsumerAllocations from one consumer's part of a request body."""
     allocations = data['allocations']
     if isinstance(allocations, list):
@@ -47,22 +53,22 @@ def _request(req, consumer_uuid, data):
         data.get('consumer_type'))
 
 
-def _newest(rows):
+def _newest(rows: Iterable[Mapping[str, Any]]) -> datetime.datetime:
     return util.last_modified(*map(util.modified, rows))
 
 
-def list_for_consumer(req, consumer_uuid):
+def list_for_consumer(req: util.Request, consumer_uuid: str) -> webob.Response:
     req.context.can('placement:allocations:list')
     util.check_accept(req)
     with req.db.reader() as conn:
         rows = db.get_by_consumer(conn, consumer_uuid)
         consumer = consumers.get(conn, consumer_uuid) if rows else None
-    allocations = {}
+    allocations: dict[str, dict[str, Any]] = {}
     for row in rows:
         entry = allocations.setdefault(row['resource_provider_uuid'], {
             'generation': row['resource_provider_generation'], 'resources': {}})
         entry['resources'][row['resource_class']] = row['used']
-    body = {'allocations': allocations}
+    body: dict[str, Any] = {'allocations': allocations}
     if consumer is not None and req.version >= (1, 12):
         body['project_id'] = consumer['project_external_id']
         body['user_id'] = consumer['user_external_id']
@@ -73,13 +79,14 @@ def list_for_consumer(req, consumer_uuid):
     return util.json_response(req, body, modified=_newest(rows))
 
 
-def list_for_provider(req, uuid):
+def list_for_provider(req: util.Request, uuid: str) -> webob.Response:
     req.context.can('placement:resource_providers:allocations:list')
     util.check_accept(req)
     with req.db.reader() as conn:
         provider = providers.get(conn, uuid, lead=providers.READ_LEADS['allocations'])
         rows = db.get_by_provider(conn, provider['id'])
-    allocations = collections.defaultdict(lambda: {'resources': {}})
+    allocations: dict[str, dict[str, Any]] = collections.defaultdict(
+        lambda: {'resources': {}})
     for row in rows:
         entry = allocations[row['consumer_uuid']]
         entry['resources'][row['resource_class']] = row['used']
@@ -90,7 +97,7 @@ def list_for_provider(req, uuid):
     return util.json_response(req, body, modified=_newest(rows))
 
 
-def set_for_consumer(req, consumer_uuid):
+def set_for_consumer(req: util.Request, consumer_uuid: str) -> webob.Response:
     req.context.can('placement:allocations:update')
     consumer_uuid = _consumer_uuid(consumer_uuid)
     data = util.extract_json(req, schema.put_schema(req.version))
@@ -101,7 +108,7 @@ def set_for_consumer(req, consumer_uuid):
 
 
 @util.since('1.13')
-def set_allocations(req):
+def set_allocations(req: util.Request) -> webob.Response:
     req.context.can('placement:allocations:manage')
     data = util.extract_json(req, schema.post_schema(req.version))
     requests = {}
@@ -115,7 +122,7 @@ def set_allocations(req):
     return util.no_content()
 
 
-def delete_for_consumer(req, consumer_uuid):
+def delete_for_consumer(req: util.Request, consumer_uuid: str) -> webob.Response:
     req.context.can('placement:allocations:delete')
     with req.db.writer() as conn:
         db.delete_for_consumer(conn, consumer_uuid)

@@ -1,5 +1,8 @@
 """GET /allocation_candidates (1.10+): where a request for resources fits."""
+
 import logging
+
+import webob
 
 from placement_server import candidates
 from placement_server import util
@@ -11,7 +14,7 @@ LOG = logging.getLogger(__name__)
 
 
 @util.since('1.10')
-def list_allocation_candidates(req):
+def list_allocation_candidates(req: util.Request) -> webob.Response:
     req.context.can('placement:allocation_candidates:list')
     util.check_accept(req)
     util.query_params(req, schema.for_version(req.version))

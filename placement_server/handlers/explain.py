@@ -10,6 +10,9 @@ request's microversion (1.10 and later, as that route), checked by the
 same schema and parser, so a query placement refuses is refused here with
 the same 400 and, where placement's has none, this route's code.
 """
+
+import webob
+
 from placement_server import errors
 from placement_server import util
 from placement_server.capacity import explain
@@ -21,7 +24,7 @@ BAD_QUERY = 'placement.extensions.candidates.bad_query'
 
 
 @util.since('1.10')
-def explain_candidates(req):
+def explain_candidates(req: util.Request) -> webob.Response:
     req.context.can('placement:extensions:candidates:explain')
     util.check_accept(req)
     try:

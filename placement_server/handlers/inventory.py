@@ -1,6 +1,12 @@
 """/resource_providers/{uuid}/inventories: all of a provider's inventory at
 once (GET, PUT, DELETE from 1.5, POST one class) and one class at a time
 (GET, PUT, DELETE)."""
+from collections.abc import Mapping
+from typing import Any
+
+import sqlalchemy as sa
+import webob
+
 from placement_server import errors
 from placement_server import util
 from placement_server.db import inventories as db
@@ -8,28 +14,30 @@ from placement_server.db import providers
 from placement_server.schemas import inventory as schema
 
 
-def _with_defaults(record):
+def _with_defaults(record: Mapping[str, Any]) -> dict[str, Any]:
     inv = dict(schema.DEFAULTS)
     inv.update(record)
     return inv
 
 
-def _render(row):
+def _render(row: Mapping[str, Any]) -> dict[str, Any]:
     return {f: row[f] for f in db.FIELDS}
 
 
-def _check_capacity(req, provider, inventories, action='update'):
+def _check_capacity(req: util.Request, provider: Mapping[str, Any],
+                    inventories: Mapping[str, Mapping[str, Any]], action: str = 'update'
+                    ) -> None:
     db.check_capacity(provider['uuid'], inventories,
                       reserved_may_equal_total=req.version >= (1, 26), action=action)
 
 
-def _check_generation(provider, generation):
+def _check_generation(provider: Mapping[str, Any], generation: int) -> None:
     if generation != provider['generation']:
         raise providers.ConcurrentUpdate(providers.CONFLICT.format(
             expected=generation, actual=provider['generation']))
 
 
-def _body(req, uuid, schema_):
+def _body(req: util.Request, uuid: str, schema_: util.Schema) -> Any:
     """The request's body; as upstream, an unknown provider is a 404
     before its body is judged."""
     try:
@@ -40,31 +48,33 @@ def _body(req, uuid, schema_):
         raise
 
 
-def _lock(conn, uuid):
+def _lock(conn: sa.Connection, uuid: str) -> Any:
     # Writers of one provider (inventories or allocations) queue on its row:
     # the loser then sees the winner's generation and gets a clean 409
     # instead of a deadlock.
     return providers.get(conn, uuid, for_update=True)
 
 
-def _location(req, uuid, rc):
+def _location(req: util.Request, uuid: str, rc: str) -> str:
     return util.url(req, '/resource_providers/%s/inventories/%s' % (uuid, rc))
 
 
-def _send_all(req, generation, rows):
+def _send_all(req: util.Request, generation: int, rows: Mapping[str, Mapping[str, Any]]
+              ) -> webob.Response:
     body = {'resource_provider_generation': generation,
             'inventories': {rc: _render(row) for rc, row in rows.items()}}
     return util.json_response(
         req, body, modified=util.last_modified(*map(util.modified, rows.values())))
 
 
-def _send_one(req, generation, row, status=200, headers=None):
+def _send_one(req: util.Request, generation: int, row: Mapping[str, Any], status: int = 200,
+              headers: Mapping[str, str] | None = None) -> webob.Response:
     body = dict(_render(row), resource_provider_generation=generation)
     return util.json_response(req, body, status=status, modified=util.modified(row),
                               headers=headers)
 
 
-def list_inventories(req, uuid):
+def list_inventories(req: util.Request, uuid: str) -> webob.Response:
     req.context.can('placement:resource_providers:inventories:list')
     util.check_accept(req)
     with req.db.reader() as conn:
@@ -73,7 +83,7 @@ def list_inventories(req, uuid):
     return _send_all(req, provider['generation'], rows)
 
 
-def set_inventories(req, uuid):
+def set_inventories(req: util.Request, uuid: str) -> webob.Response:
     req.context.can('placement:resource_providers:inventories:update')
     data = _body(req, uuid, schema.PUT_ALL)
     inventories = {rc: _with_defaults(rec) for rc, rec in data['inventories'].items()}
@@ -89,7 +99,7 @@ def set_inventories(req, uuid):
     return _send_all(req, provider['generation'], dict(sorted(rows.items())))
 
 
-def delete_inventories(req, uuid):
+def delete_inventories(req: util.Request, uuid: str) -> webob.Response:
     if req.version < (1, 5):
         # The route exists before 1.5, the method does not.
         raise errors.method_not_allowed(req.method, 'GET, POST, PUT', message='')
@@ -100,7 +110,7 @@ def delete_inventories(req, uuid):
     return util.no_content()
 
 
-def create_inventory(req, uuid):
+def create_inventory(req: util.Request, uuid: str) -> webob.Response:
     req.context.can('placement:resource_providers:inventories:create')
     data = _body(req, uuid, schema.POST)
     rc = data.pop('resource_class')
@@ -117,7 +127,7 @@ def create_inventory(req, uuid):
                      headers={'Location': _location(req, provider['uuid'], rc)})
 
 
-def get_inventory(req, uuid, resource_class):
+def get_inventory(req: util.Request, uuid: str, resource_class: str) -> webob.Response:
     req.context.can('placement:resource_providers:inventories:show')
     util.check_accept(req)
     with req.db.reader() as conn:
@@ -129,7 +139,8 @@ def get_inventory(req, uuid, resource_class):
     return _send_one(req, provider['generation'], row)
 
 
-def update_inventory(req, uuid, resource_class):
+def update_inventory(req: util.Request, uuid: str, resource_class: str
+                     ) -> webob.Response:
     req.context.can('placement:resource_providers:inventories:update')
     data = _body(req, uuid, schema.INVENTORY)
     generation = data.pop('resource_provider_generation')
@@ -143,7 +154,8 @@ def update_inventory(req, uuid, resource_class):
     return _send_one(req, generation, row)
 
 
-def delete_inventory(req, uuid, resource_class):
+def delete_inventory(req: util.Request, uuid: str, resource_class: str
+                     ) -> webob.Response:
     req.context.can('placement:resource_providers:inventories:delete')
     with req.db.writer() as conn:
         provider = _lock(conn, uuid)

@@ -1,4 +1,8 @@
 """POST /reshaper (1.30): replace inventories and allocations atomically."""
+from typing import Any
+
+import webob
+
 from placement_server import errors
 from placement_server import util
 from placement_server.db import allocations
@@ -9,14 +13,15 @@ from placement_server.schemas import inventory as inventory_schema
 from placement_server.schemas import reshaper as schema
 
 
-def _uuid(value, what):
+def _uuid(value: str, what: str) -> str:
     try:
         return util.normalize_uuid(value)
     except ValueError:
         raise errors.BadRequest('Malformed %s uuid: %s' % (what, value))
 
 
-def _inventories(data):
+def _inventories(data: dict[str, Any]
+                 ) -> dict[str, tuple[int, dict[str, dict[str, Any]]]]:
     result = {}
     for rp_uuid, part in data.items():
         rp_uuid = _uuid(rp_uuid, 'resource provider')
@@ -28,7 +33,7 @@ def _inventories(data):
     return result
 
 
-def _consumers(data):
+def _consumers(data: dict[str, Any]) -> list[allocations.ConsumerAllocations]:
     return [allocations.ConsumerAllocations(
         _uuid(consumer, 'consumer'),
         {_uuid(rp, 'resource provider'): entry['resources']
@@ -39,7 +44,7 @@ def _consumers(data):
 
 
 @util.since('1.30')
-def reshape(req):
+def reshape(req: util.Request) -> webob.Response:
     req.context.can('placement:reshaper:reshape')
     data = util.extract_json(req, schema.for_version(req.version))
     wanted = _inventories(data['inventories'])

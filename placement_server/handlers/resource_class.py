@@ -1,18 +1,23 @@
 """/resource_classes: list, show, create (POST, and PUT from 1.7), rename
 (PUT before 1.7), delete."""
+from collections.abc import Mapping
+from typing import Any
+
+import webob
+
 from placement_server import errors
 from placement_server import util
 from placement_server.db import resource_classes as db
 from placement_server.schemas import resource_class as schema
 
 
-def _render(req, row):
+def _render(req: util.Request, row: Mapping[str, Any]) -> dict[str, Any]:
     href = util.url(req, '/resource_classes/%s' % row['name'])
     return {'name': row['name'], 'links': [{'rel': 'self', 'href': href}]}
 
 
 @util.since('1.2')
-def list_resource_classes(req):
+def list_resource_classes(req: util.Request) -> webob.Response:
     req.context.can('placement:resource_classes:list')
     util.check_accept(req)
     with req.db.reader() as conn:
@@ -23,7 +28,7 @@ def list_resource_classes(req):
 
 
 @util.since('1.2')
-def get_resource_class(req, name):
+def get_resource_class(req: util.Request, name: str) -> webob.Response:
     req.context.can('placement:resource_classes:show')
     util.check_accept(req)
     with req.db.reader() as conn:
@@ -33,7 +38,7 @@ def get_resource_class(req, name):
 
 
 @util.since('1.2')
-def create_resource_class(req):
+def create_resource_class(req: util.Request) -> webob.Response:
     req.context.can('placement:resource_classes:create')
     data = util.extract_json(req, schema.POST)
     name = data['name']
@@ -47,7 +52,7 @@ def create_resource_class(req):
 
 
 @util.since('1.2')
-def update_resource_class(req, name):
+def update_resource_class(req: util.Request, name: str) -> webob.Response:
     req.context.can('placement:resource_classes:update')
     if req.version >= (1, 7):
         # 1.7+: PUT creates the custom class if it is missing; no body.
@@ -65,7 +70,7 @@ def update_resource_class(req, name):
 
 
 @util.since('1.2')
-def delete_resource_class(req, name):
+def delete_resource_class(req: util.Request, name: str) -> webob.Response:
     req.context.can('placement:resource_classes:delete')
     with req.db.writer() as conn:
         db.delete(conn, name)

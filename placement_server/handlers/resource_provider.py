@@ -1,6 +1,12 @@
 """/resource_providers: create, list (with filters: ``placement_server.lists``),
 show, update, delete."""
+from collections.abc import Callable
+from collections.abc import Sequence
+import datetime
+from typing import Any
 import uuid as uuidlib
+
+import webob
 
 from placement_server import errors
 from placement_server import lists
@@ -10,7 +16,7 @@ from placement_server.db import providers as db
 from placement_server.schemas import resource_provider as schema
 
 
-def renderer(req):
+def renderer(req: util.Request) -> Callable[[Sequence[Any]], dict[str, Any]]:
     """A function rendering a provider row for this request's version.
 
     What depends on the version is decided once, not per provider: a list
@@ -21,13 +27,14 @@ def renderer(req):
     nested = version >= (1, 14)
     prefix = util.url(req, '/resource_providers/')
 
-    def render(row):
+    def render(row: Sequence[Any]) -> dict[str, Any]:
         # By position: a provider as the database gives it (id, uuid, name,
         # generation, created_at, updated_at, parent uuid, root uuid).
         uuid = row[1]
         base = prefix + uuid
-        body = {'uuid': uuid, 'name': row[2], 'generation': row[3],
-                'links': [{'rel': rel, 'href': base + suffix} for rel, suffix in links]}
+        body: dict[str, Any] = {
+            'uuid': uuid, 'name': row[2], 'generation': row[3],
+            'links': [{'rel': rel, 'href': base + suffix} for rel, suffix in links]}
         if nested:
             body['parent_provider_uuid'] = row[6]
             body['root_provider_uuid'] = row[7]
@@ -35,11 +42,12 @@ def renderer(req):
     return render
 
 
-def _modified(row):
+def _modified(row: Any) -> datetime.datetime:
     return row.updated_at or row.created_at
 
 
-def _create(database, uuid, name, parent_uuid):
+def _create(database: api.Database, uuid: str, name: str, parent_uuid: str | None
+            ) -> Any:
     try:
         with database.writer() as conn:
             return db.create(conn, uuid, name, parent_uuid)
@@ -48,7 +56,7 @@ def _create(database, uuid, name, parent_uuid):
             raise db.clash_error(conn, uuid, name)
 
 
-def create_resource_provider(req):
+def create_resource_provider(req: util.Request) -> webob.Response:
     req.context.can('placement:resource_providers:create')
     data = util.extract_json(
         req, schema.POST_1_14 if req.version >= (1, 14) else schema.POST_1_0)
@@ -69,7 +77,7 @@ def create_resource_provider(req):
     return resp
 
 
-def list_resource_providers(req):
+def list_resource_providers(req: util.Request) -> webob.Response:
     req.context.can('placement:resource_providers:list')
     util.check_accept(req)
     util.query_params(req, schema.list_schema(req.version))
@@ -80,7 +88,7 @@ def list_resource_providers(req):
     return util.json_response(req, body, modified=util.last_modified(newest))
 
 
-def get_resource_provider(req, uuid):
+def get_resource_provider(req: util.Request, uuid: str) -> webob.Response:
     req.context.can('placement:resource_providers:show')
     util.check_accept(req)
     with req.db.reader() as conn:
@@ -88,7 +96,8 @@ def get_resource_provider(req, uuid):
     return util.json_response(req, renderer(req)(row), modified=_modified(row))
 
 
-def _update(database, uuid, data, allow_reparent):
+def _update(database: api.Database, uuid: str, data: dict[str, Any],
+            allow_reparent: bool) -> Any:
     with database.writer() as conn:
         parent = data.get('parent_provider_uuid', db.UNSET)
         if parent not in (None, db.UNSET):
@@ -97,7 +106,7 @@ def _update(database, uuid, data, allow_reparent):
         return db.get_view(conn, uuid)
 
 
-def update_resource_provider(req, uuid):
+def update_resource_provider(req: util.Request, uuid: str) -> webob.Response:
     req.context.can('placement:resource_providers:update')
     try:
         data = util.extract_json(
@@ -112,12 +121,12 @@ def update_resource_provider(req, uuid):
     return util.json_response(req, renderer(req)(row), modified=_modified(row))
 
 
-def _delete(database, uuid):
+def _delete(database: api.Database, uuid: str) -> None:
     with database.writer() as conn:
         db.delete(conn, uuid)
 
 
-def delete_resource_provider(req, uuid):
+def delete_resource_provider(req: util.Request, uuid: str) -> webob.Response:
     req.context.can('placement:resource_providers:delete')
     try:
         _delete(req.db, uuid)

@@ -1,9 +1,12 @@
 """GET /: the version document."""
+
+import webob
+
 from placement_server import microversion
 from placement_server import util
 
 
-def home(req):
+def home(req: util.Request) -> webob.Response:
     util.check_accept(req)
     version = {
         'id': 'v%s' % microversion.MIN_VERSION[0] + '.0',

@@ -1,6 +1,10 @@
 """/traits (1.6): list, show, create custom, delete; and
 /resource_providers/{uuid}/traits: show, replace, clear."""
+import datetime
 import re
+from typing import Any
+
+import webob
 
 from placement_server import errors
 from placement_server import util
@@ -11,7 +15,8 @@ from placement_server.schemas import trait as schema
 _CUSTOM = re.compile(schema.CUSTOM_NAME)
 
 
-def _bodiless(req, status, modified, location=None):
+def _bodiless(req: util.Request, status: int, modified: datetime.datetime,
+              location: str | None = None) -> webob.Response:
     resp = util.no_content(status)
     if req.version >= (1, 15):
         resp.last_modified = modified   # naive UTC, rendered as GMT
@@ -21,9 +26,9 @@ def _bodiless(req, status, modified, location=None):
     return resp
 
 
-def _list_filters(req):
+def _list_filters(req: util.Request) -> dict[str, Any]:
     params = util.query_params(req, schema.LIST_QUERY)
-    filters = {}
+    filters: dict[str, Any] = {}
     if 'name' in params:
         name = params['name']
         if name.startswith('in:'):
@@ -46,7 +51,7 @@ def _list_filters(req):
 
 
 @util.since('1.6')
-def list_traits(req):
+def list_traits(req: util.Request) -> webob.Response:
     req.context.can('placement:traits:list')
     util.check_accept(req)
     filters = _list_filters(req)
@@ -57,7 +62,7 @@ def list_traits(req):
 
 
 @util.since('1.6')
-def get_trait(req, name):
+def get_trait(req: util.Request, name: str) -> webob.Response:
     req.context.can('placement:traits:show')
     with req.db.reader() as conn:
         row = db.get(conn, name)
@@ -65,7 +70,7 @@ def get_trait(req, name):
 
 
 @util.since('1.6')
-def put_trait(req, name):
+def put_trait(req: util.Request, name: str) -> webob.Response:
     req.context.can('placement:traits:update')
     if len(name) > 255 or not _CUSTOM.match(name):
         raise errors.BadRequest(
@@ -79,21 +84,22 @@ def put_trait(req, name):
 
 
 @util.since('1.6')
-def delete_trait(req, name):
+def delete_trait(req: util.Request, name: str) -> webob.Response:
     req.context.can('placement:traits:delete')
     with req.db.writer() as conn:
         db.delete(conn, name)
     return util.no_content()
 
 
-def _provider_traits(req, names, generation, modified):
+def _provider_traits(req: util.Request, names: list[str], generation: int,
+                     modified: datetime.datetime) -> webob.Response:
     return util.json_response(
         req, {'traits': names, 'resource_provider_generation': generation},
         modified=modified)
 
 
 @util.since('1.6')
-def get_provider_traits(req, uuid):
+def get_provider_traits(req: util.Request, uuid: str) -> webob.Response:
     req.context.can('placement:resource_providers:traits:list')
     util.check_accept(req)
     with req.db.reader() as conn:
@@ -104,7 +110,7 @@ def get_provider_traits(req, uuid):
 
 
 @util.since('1.6')
-def put_provider_traits(req, uuid):
+def put_provider_traits(req: util.Request, uuid: str) -> webob.Response:
     req.context.can('placement:resource_providers:traits:update')
     data = util.extract_json(req, schema.PROVIDER_TRAITS)
     try:
@@ -119,7 +125,7 @@ def put_provider_traits(req, uuid):
 
 
 @util.since('1.6')
-def delete_provider_traits(req, uuid):
+def delete_provider_traits(req: util.Request, uuid: str) -> webob.Response:
     req.context.can('placement:resource_providers:traits:delete')
     with req.db.writer() as conn:
         db.clear_provider(conn, uuid)

@@ -1,16 +1,20 @@
 """GET /resource_providers/{uuid}/usages and GET /usages (1.9)."""
+from typing import Any
+
+import webob
+
 from placement_server import util
 from placement_server.db import providers
 from placement_server.db import usages as db
 from placement_server.schemas import usage as schema
 
 
-def _send(req, body):
+def _send(req: util.Request, body: dict[str, Any]) -> webob.Response:
     # Usages are computed, not stored: they are as of now.
     return util.json_response(req, body, modified=util.last_modified())
 
 
-def provider_usages(req, uuid):
+def provider_usages(req: util.Request, uuid: str) -> webob.Response:
     req.context.can('placement:resource_providers:usages')
     util.check_accept(req)
     with req.db.reader() as conn:
@@ -21,7 +25,7 @@ def provider_usages(req, uuid):
 
 
 @util.since('1.9')
-def total_usages(req):
+def total_usages(req: util.Request) -> webob.Response:
     util.check_accept(req)
     by_type = req.version >= (1, 38)
     params = util.query_params(req, schema.GET_1_38 if by_type else schema.GET_1_9)
