@@ -1,4 +1,4 @@
-"""The database handle: engines, transactions and retries.
+"""The database handle: engines and transactions.
 
 One ``Database`` per process (per WSGI worker). Every request runs its
 reads in one ``reader()`` connection and its writes in one ``writer()``
@@ -27,24 +27,21 @@ once per engine: its dialect (``placement_server.db.dialects``, our
 subclasses of SQLAlchemy's) and the writer's strategy; what one write
 queues and notes is its ``write.Write``.
 
-``retry_on_deadlock`` (oslo.db's ``wrap_db_retry``) replays the whole
-transaction a bounded number of times, each attempt a fresh transaction
+A write that lost a race is run again whole by the request's one retry
+policy (``placement_server.retry``), each attempt a fresh transaction
 that sees the other writer's commit. A lost database connection is a 503
 for the client to retry, never a 500: the next request reconnects.
 """
-from collections.abc import Callable
 from collections.abc import Iterator
 from collections.abc import Mapping
 import contextlib
 import datetime
-import functools
 import logging
 import os
 import time
 import traceback
 from typing import Any
 
-from oslo_db import api as oslo_db_api
 from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import exc_filters
 import sqlalchemy as sa
@@ -62,17 +59,6 @@ LOG = logging.getLogger(__name__)
 CONSTRAINT_VIOLATION = (db_exc.DBDuplicateEntry, db_exc.DBReferenceError,
                         db_exc.DBConstraintError, sa.exc.IntegrityError)
 
-# Lost races oslo.db leaves as a plain DBError.
-_ALSO_TRANSIENT = (
-    'could not serialize access',   # PostgreSQL 40001
-    'database is locked',           # SQLite
-)
-
-# How long a replayed transaction waits first; it doubles (with jitter)
-# up to the maximum. Short: the other writer has committed already.
-RETRY_INTERVAL = 0.01
-MAX_RETRY_INTERVAL = 0.5
-
 # What the connection to MySQL/MariaDB runs first. READ COMMITTED: a
 # replayed statement sees what other writers committed, and reads take no
 # gap locks.
@@ -83,51 +69,6 @@ def utcnow() -> datetime.datetime:
     """Naive UTC, as stored in every created_at/updated_at column."""
     return datetime.datetime.now(datetime.timezone.utc).replace(
         tzinfo=None, microsecond=0)
-
-
-def is_transient(error: BaseException | None) -> bool:
-    """Another writer got in the way: replaying the transaction may work.
-
-    The conflict may hide behind the error it caused: when MariaDB (or
-    Galera, for a write replicated from another node) aborts a
-    transaction inside a savepoint, the savepoint's rollback then fails
-    with "SAVEPOINT ... does not exist", raised while handling the
-    deadlock. So the errors this one was raised from count too.
-    """
-    for _ in range(5):
-        if error is None:
-            return False
-        if isinstance(error, db_exc.DBDeadlock):
-            return True
-        if isinstance(error, (db_exc.DBError, sa.exc.DBAPIError)):
-            text = str(getattr(error, 'inner_exception', None) or error).lower()
-            if any(t in text for t in _ALSO_TRANSIENT):
-                return True
-        error = error.__cause__ or error.__context__
-    return False
-
-
-def retry_on_deadlock(fn: Callable[..., Any] | None = None, *, attempts: int = 10) -> Any:
-    """Replay ``fn`` when the database reports a transient conflict;
-    still conflicting after ``attempts`` tries, the client gets a 503."""
-    if fn is None:
-        return functools.partial(retry_on_deadlock, attempts=attempts)
-    replaying = oslo_db_api.wrap_db_retry(
-        max_retries=attempts - 1, retry_interval=RETRY_INTERVAL,
-        inc_retry_interval=True, max_retry_interval=MAX_RETRY_INTERVAL,
-        retry_on_deadlock=True, exception_checker=is_transient)(fn)
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return replaying(*args, **kwargs)
-        except (db_exc.DBError, sa.exc.DBAPIError) as e:
-            if not is_transient(e):
-                raise
-            raise errors.ServiceUnavailable(
-                'The database kept refusing the write as conflicting with '
-                'concurrent writes; try again.')
-    return wrapper
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

@@ -39,9 +39,9 @@ import uuid as uuidlib
 import pytest
 import sqlalchemy as sa
 
+from placement_server import retry
 from placement_server.db import aggregates
 from placement_server.db import allocations
-from placement_server.db import api as db_api
 from placement_server.db import changes
 from placement_server.db import inventories
 from placement_server.db import providers
@@ -227,7 +227,7 @@ def commit(database, checker, work):
         except traits.Unchanged:
             return None   # rolled back: nothing to record
         except Exception as e:
-            if db_api.is_transient(e):
+            if retry.is_transient(e):
                 continue
             raise
         if _captured.pending is not None and checker is not None:
