@@ -12,6 +12,8 @@ application directly: no socket is opened. Access is admin, as the
 ``noauth2`` strategy's ``admin`` token.
 """
 import io
+from typing import Any
+import urllib.parse
 
 from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import session as ks_session
@@ -35,13 +37,14 @@ ADMIN_TOKEN = 'admin'
 class WSGITransport(requests.adapters.BaseAdapter):
     """A requests transport that hands each request to a WSGI app."""
 
-    def __init__(self, app):
+    def __init__(self, app: Any) -> None:
         super().__init__()
         self.app = app
 
-    def send(self, request, stream=False, timeout=None, verify=True, cert=None,
-             proxies=None):
-        url = requests.utils.urlparse(request.url)
+    def send(self, request: requests.PreparedRequest, stream: bool = False,
+             timeout: Any = None, verify: Any = True, cert: Any = None,
+             proxies: Any = None) -> requests.Response:
+        url = urllib.parse.urlsplit(request.url or '')
         path = url.path + ('?' + url.query if url.query else '')
         wreq = webob.Request.blank(path, method=request.method)
         for name, value in request.headers.items():
@@ -56,17 +59,17 @@ class WSGITransport(requests.adapters.BaseAdapter):
         resp.reason = wresp.status.partition(' ')[2]
         resp.headers = requests.structures.CaseInsensitiveDict(wresp.headerlist)
         resp.encoding = requests.utils.get_encoding_from_headers(resp.headers)
+        # requests reads the body from raw when asked for its content
         resp.raw = io.BytesIO(wresp.body)
-        resp._content = wresp.body
-        resp.url = request.url
+        resp.url = request.url or ''
         resp.request = request
         return resp
 
-    def close(self):
+    def close(self) -> None:
         pass
 
 
-def _conf_for(conf_or_url):
+def _conf_for(conf_or_url: Any) -> tuple[cfg.ConfigOpts, str, bool]:
     """(conf, database url, our own conf?) from either form of argument."""
     if isinstance(conf_or_url, cfg.ConfigOpts):
         return conf_or_url, conf_or_url.placement_database.connection, False
@@ -84,7 +87,7 @@ class PlacementDirect:
     the schema first.
     """
 
-    def __init__(self, conf_or_url, sync=False):
+    def __init__(self, conf_or_url: Any, sync: bool = False) -> None:
         if isinstance(conf_or_url, db_api.Database):
             self.conf, _, self._own_conf = _conf_for(conf_or_url.url)
             self.db, self._own_db = conf_or_url, False
@@ -92,19 +95,19 @@ class PlacementDirect:
             self.conf, url, self._own_conf = _conf_for(conf_or_url)
             self.db, self._own_db = db_api.Database(url), True
         self.sync = sync
-        self.adapter = None
-        self.app = None
+        self.adapter: ks_adapter.Adapter | None = None
+        self.app: Any = None
 
-    def __enter__(self):
+    def __enter__(self) -> ks_adapter.Adapter:
         if self.sync:
             migration.sync(self.db)
         # The in-process app trusts its caller: noauth2 with the admin token.
         self.conf.set_override('auth_strategy', 'noauth2', group='api')
         self.app = wsgi.make_app(self.conf, self.db)
-        self.adapter = self.new_adapter()
-        return self.adapter
+        adapter = self.adapter = self.new_adapter()
+        return adapter
 
-    def new_adapter(self):
+    def new_adapter(self) -> ks_adapter.Adapter:
         """Another Adapter (its own session) onto the same application."""
         session = ks_session.Session(
             auth=token_endpoint.Token(ENDPOINT, ADMIN_TOKEN))
@@ -113,7 +116,7 @@ class PlacementDirect:
         return ks_adapter.Adapter(session, service_type='placement', raise_exc=False,
                                   additional_headers={'X-Roles': 'admin,service'})
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         if not self._own_conf:
             self.conf.clear_override('auth_strategy', group='api')
         if self._own_db:

@@ -7,6 +7,7 @@ page, and placement's clients (and upstream's API tests) parse JSON.
 Everything else, other statuses included, is gunicorn's own.
 """
 import json
+from typing import Any
 import uuid
 
 from gunicorn.http import errors as http_errors
@@ -20,7 +21,7 @@ _NOT_400 = (http_errors.ConfigurationProblem, http_errors.ExpectationFailed,
             http_errors.InvalidResponseHeader, http_errors.InvalidResponseHeaderName)
 
 
-def error_document(exc):
+def error_document(exc: BaseException) -> bytes:
     """The 400 answer to malformed HTTP, as bytes on the wire."""
     detail = str(exc)
     if 'CONTENT-LENGTH' in detail.upper():
@@ -35,7 +36,7 @@ def error_document(exc):
 
 class Worker(gthread.ThreadWorker):
 
-    def handle_error(self, req, client, addr, exc):
+    def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
         if not isinstance(exc, http_errors.ParseException) or isinstance(exc, _NOT_400):
             return super().handle_error(req, client, addr, exc)
         self.log.warning('Invalid request from ip=%s: %s', (addr or ('',))[0], exc)

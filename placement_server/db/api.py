@@ -95,6 +95,20 @@ def _no_autobegin(dbapi_conn: Any, _record: Any) -> None:
     dbapi_conn.isolation_level = None
 
 
+def _rules_unwrapped(context: sa.engine.ExceptionContext) -> None:
+    """A write rule's refusal (``write.RuleBroken``) raised as it is:
+    oslo.db's filters would wrap it in a DBError (and log it as one).
+    Raising here ends SQLAlchemy's handle_error chain (listened first)."""
+    if isinstance(context.original_exception, write_mod.RuleBroken):
+        raise context.original_exception
+
+
+def _translated_errors(engine: sa.Engine) -> None:
+    """oslo.db's names for database errors (``DBDeadlock``...), ours kept."""
+    event.listen(engine, 'handle_error', _rules_unwrapped)
+    event.listen(engine, 'handle_error', exc_filters.handler, retval=True)
+
+
 def _sqlite_engine(url: sa.URL) -> sa.Engine:
     # Not oslo.db's: it would open a connection per request (NullPool) and
     # could not take the write lock at BEGIN.
@@ -102,7 +116,7 @@ def _sqlite_engine(url: sa.URL) -> sa.Engine:
     event.listen(engine, 'connect', _sqlite_pragmas)
     event.listen(engine, 'connect', _no_autobegin)
     event.listen(engine, 'begin', _sqlite_begin)
-    event.listen(engine, 'handle_error', exc_filters.handler, retval=True)
+    _translated_errors(engine)
     return engine
 
 
@@ -280,6 +294,8 @@ class _FoldedTransaction(_Plain):
                         conn.exec_driver_sql('ROLLBACK')
                     except sa.exc.DBAPIError:
                         pass   # the connection is lost: so is its transaction
+                    except sa.exc.PendingRollbackError:
+                        pass   # a refused commit(): the connection is dropped below
                 raise
             finally:
                 if not dbapi_conn.closed and dbapi_conn.info.transaction_status != _PG_IDLE:
@@ -396,7 +412,7 @@ def create_engine(url: str | sa.URL, max_pool_size: int | None = None,
         args['client_encoding'] = 'utf8'
     _log_sql(connection_debug)
     engine = sa.create_engine(url, **args)
-    event.listen(engine, 'handle_error', exc_filters.handler, retval=True)
+    _translated_errors(engine)
     _pool_hooks(engine, _mysql_session(mysql_sql_mode, mysql_wsrep_sync_wait)
                 if url.get_backend_name() == 'mysql' else None)
     if connection_trace:

@@ -66,7 +66,13 @@ class _Refusing:
         # (SQLAlchemy hands over the pool's proxy, whose info is conn.info)
         write = dbapi_connection.info.get(write_mod.KEY)
         if write is not None:
-            write.check_commit()
+            try:
+                write.check_commit()
+            except write_mod.RuleBroken:
+                # The write is refused whole: SQLAlchemy, its commit
+                # failed, would not roll it back.
+                dbapi_connection.rollback()
+                raise
             if write.committed:   # the record's round trip ended with COMMIT
                 write.committed = False
                 return

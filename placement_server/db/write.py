@@ -11,7 +11,7 @@ dialect (``placement_server.db.dialects``) reads it as it sends each
 statement.
 
 The rules a write path must keep are checked here, each refusal a
-``RuntimeError`` naming the rule:
+``RuleBroken`` (a RuntimeError) naming the rule:
 
 - no savepoint may follow queued statements: an error of theirs would be
   taken for one of the statement the savepoint guards, and perhaps
@@ -49,6 +49,12 @@ NOTE_OUTSIDE_WRITER = (
     'record carries them')
 
 
+class RuleBroken(RuntimeError):
+    """A write path broke one of the rules above (a bug of ours): raised
+    as it is, never translated into a database error (``api``'s
+    ``handle_error`` listener, ahead of oslo.db's filters)."""
+
+
 class Write:
     """The state of one ``Database.writer()`` transaction."""
 
@@ -76,7 +82,7 @@ class Write:
         """The write ``conn`` is in; RuntimeError outside a writer."""
         write: Write | None = conn.info.get(KEY)
         if write is None:
-            raise RuntimeError(NOTE_OUTSIDE_WRITER)
+            raise RuleBroken(NOTE_OUTSIDE_WRITER)
         return write
 
     # What the write changed (changes.note*).
@@ -124,14 +130,14 @@ class Write:
 
     def check_savepoint(self) -> None:
         if self.queued:
-            raise RuntimeError(NO_SAVEPOINT_AFTER_QUEUED)
+            raise RuleBroken(NO_SAVEPOINT_AFTER_QUEUED)
 
     def check_statement(self, statement: str) -> None:
         """Refuse a transaction's BEGIN, COMMIT or ROLLBACK sent by a write
         path (the writer's own are sent while ``controlling``)."""
         if statement in TRANSACTION_CONTROL and not self.controlling:
-            raise RuntimeError(NO_TRANSACTION_CONTROL % statement)
+            raise RuleBroken(NO_TRANSACTION_CONTROL % statement)
 
     def check_commit(self) -> None:
         if not self.controlling:
-            raise RuntimeError(NO_TRANSACTION_CONTROL % 'commit()')
+            raise RuleBroken(NO_TRANSACTION_CONTROL % 'commit()')
