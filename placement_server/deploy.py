@@ -10,9 +10,12 @@ otherwise from oslo.config's usual places (/etc/placement/placement.conf,
 Without a database connection there is no application:
 placement_server.db.config says where it looked.
 """
+from collections.abc import Iterable
 import importlib.metadata
 import logging as std_logging
 import os
+from typing import Any
+from wsgiref.types import WSGIApplication
 
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -29,11 +32,12 @@ from placement_server.db import migration
 LOG = logging.getLogger(__name__)
 
 
-def default_config_files():
+def default_config_files() -> list[str]:
     return config.default_config_files()
 
 
-def load_conf(args=(), config_files=None):
+def load_conf(args: Iterable[str] = (),
+              config_files: list[str] | None = None) -> cfg.ConfigOpts:
     """A ConfigOpts with every placement option, parsed and ready."""
     conf = cfg.ConfigOpts()
     conf_mod.register_opts(conf)
@@ -45,11 +49,11 @@ def load_conf(args=(), config_files=None):
     return conf
 
 
-def open_database(conf):
+def open_database(conf: cfg.ConfigOpts) -> db_api.Database:
     """This process's Database for [placement_database] connection
     (config.NotConfigured when there is none)."""
     url = sa.engine.make_url(config.connection(conf))
-    kwargs = {}
+    kwargs: dict[str, Any] = {}   # oslo.db's [placement_database] options
     if url.get_backend_name() == 'sqlite':
         if url.database and url.database != ':memory:':
             os.makedirs(os.path.dirname(os.path.abspath(url.database)), exist_ok=True)
@@ -69,7 +73,8 @@ def open_database(conf):
     return db_api.Database(url, **kwargs)
 
 
-def init_application(conf, db=None):
+def init_application(conf: cfg.ConfigOpts,
+                     db: db_api.Database | None = None) -> WSGIApplication:
     """The full application: operator layers around the API stack."""
     db = db or open_database(conf)
     policy.init(conf)
@@ -80,7 +85,7 @@ def init_application(conf, db=None):
     return middleware.wrap(wsgi.make_app(conf, db), conf, db)
 
 
-def application_from_environment():
+def application_from_environment() -> WSGIApplication:
     """The application as configured by files and OS_* variables
     (config.NotConfigured when no database is configured)."""
     conf = load_conf()
@@ -90,14 +95,14 @@ def application_from_environment():
     return init_application(conf)
 
 
-def log_start(conf):
+def log_start(conf: cfg.ConfigOpts) -> None:
     """The version and every option's effective value (secrets masked), as
     OpenStack services log them when they start."""
     LOG.info('placement server %s starting', version())
     conf.log_opt_values(LOG, std_logging.INFO)
 
 
-def version():
+def version() -> str:
     try:
         return importlib.metadata.version('compute-tracker')
     except importlib.metadata.PackageNotFoundError:

@@ -40,6 +40,8 @@ class PlacementError(Exception):
         if code:
             self.code = code
         self.headers = headers or {}
+        # More fields of the error document (a 406 names the versions offered).
+        self.extra: dict[str, str] = {}
 
     @property
     def detail(self) -> str:
@@ -54,7 +56,8 @@ class PlacementError(Exception):
 
     @property
     def title(self) -> str:
-        return webob.exc.status_map[self.status].title
+        title: str = webob.exc.status_map[self.status].title   # webob is untyped
+        return title
 
 
 class BadRequest(PlacementError):

@@ -15,13 +15,17 @@ import os
 import socket
 import socketserver
 import threading
+from typing import Any
 from wsgiref import simple_server
+from wsgiref.types import StartResponse
+from wsgiref.types import WSGIEnvironment
 
 import prometheus_client
 from prometheus_client import multiprocess
 from sqlalchemy import event
 
 from placement_server.capacity import metrics as capacity_metrics
+from placement_server.db import api as db_api
 
 PATH = '/metrics'
 
@@ -44,18 +48,18 @@ POOL_OPEN = prometheus_client.Gauge(
     multiprocess_mode='livesum')
 
 
-def watch_pool(db):
+def watch_pool(db: db_api.Database) -> None:
     """Keep the pool gauges current from the engine's pool events."""
-    def on_connect(*_):
+    def on_connect(*_: object) -> None:
         POOL_OPEN.inc()
 
-    def on_close(*_):
+    def on_close(*_: object) -> None:
         POOL_OPEN.dec()
 
-    def on_checkout(*_):
+    def on_checkout(*_: object) -> None:
         POOL_IN_USE.inc()
 
-    def on_checkin(*_):
+    def on_checkin(*_: object) -> None:
         POOL_IN_USE.dec()
 
     event.listen(db.engine, 'connect', on_connect)
@@ -65,7 +69,7 @@ def watch_pool(db):
     event.listen(db.engine, 'checkin', on_checkin)
 
 
-def registry():
+def registry() -> prometheus_client.CollectorRegistry:
     """What a scrape reads: this process's numbers, or every worker's."""
     if os.environ.get('PROMETHEUS_MULTIPROC_DIR'):
         summed = prometheus_client.CollectorRegistry()
@@ -74,7 +78,7 @@ def registry():
     return prometheus_client.REGISTRY
 
 
-def exposition():
+def exposition() -> tuple[bytes, str]:
     """(body, content type) of one scrape."""
     # Capacity is this process's view of the database, not a sum over
     # workers: rendered apart (placement_server.capacity.metrics).
@@ -82,7 +86,7 @@ def exposition():
     return body, prometheus_client.CONTENT_TYPE_LATEST
 
 
-def scrape_app(environ, start_response):
+def scrape_app(environ: WSGIEnvironment, start_response: StartResponse) -> list[bytes]:
     """The metrics port's WSGI app: /metrics, and 404 for anything else."""
     if environ.get('PATH_INFO') != PATH or environ.get('REQUEST_METHOD') not in ('GET', 'HEAD'):
         start_response('404 Not Found', [('Content-Type', 'text/plain'),
@@ -95,7 +99,7 @@ def scrape_app(environ, start_response):
 
 
 class _QuietHandler(simple_server.WSGIRequestHandler):
-    def log_message(self, format, *args):   # a scrape every 15 s is no news
+    def log_message(self, format: str, *args: Any) -> None:   # a scrape every 15 s is no news
         pass
 
 
@@ -107,7 +111,7 @@ class _ThreadingServer6(_ThreadingServer):
     address_family = socket.AF_INET6
 
 
-def serve(host, port):
+def serve(host: str, port: int) -> simple_server.WSGIServer:
     """Serve scrapes on ``host``:``port`` from a daemon thread; the server."""
     server = simple_server.make_server(
         host, port, scrape_app, handler_class=_QuietHandler,

@@ -14,9 +14,15 @@ from the outside in:
                    request count and latency by route, method and status
                    (placement_server.metrics; scraped on its own port)
 """
+from collections.abc import Callable
 import logging
 import time
+from typing import TYPE_CHECKING
+from wsgiref.types import StartResponse
+from wsgiref.types import WSGIApplication
+from wsgiref.types import WSGIEnvironment
 
+from oslo_config import cfg
 from oslo_context import context as oslo_context
 from oslo_middleware import cors
 from oslo_middleware import http_proxy_to_wsgi
@@ -27,6 +33,10 @@ from placement_server import health
 from placement_server import metrics
 from placement_server import router
 from placement_server.capacity import metrics as capacity_metrics
+from placement_server.db import api as db_api
+
+if TYPE_CHECKING:
+    from _typeshed import OptExcInfo  # what sys.exc_info() gives
 
 LOG = logging.getLogger('placement_server.requests')
 
@@ -38,12 +48,12 @@ class _RouteNames:
     handler.
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._router = router.Router(
             [(template, {method: template for method in methods})
              for template, methods in handlers.ROUTES])
 
-    def __call__(self, method, path):
+    def __call__(self, method: str, path: str) -> str:
         if path == health.PATH:
             return path
         try:
@@ -55,29 +65,34 @@ class _RouteNames:
 class Observer:
     """Health check, request log and request metrics."""
 
-    def __init__(self, app, health_app, metrics=True):
+    def __init__(self, app: WSGIApplication, health_app: WSGIApplication,
+                 metrics: bool = True) -> None:
         self.app = app
         self.health_app = health_app
         self.metrics = metrics
         self.route_of = _RouteNames()
 
-    def __call__(self, environ, start_response):
+    def __call__(self, environ: WSGIEnvironment,
+                 start_response: StartResponse) -> list[bytes]:
         started = time.monotonic()
         method = environ.get('REQUEST_METHOD', '')
         path = environ.get('PATH_INFO', '') or '/'
-        seen = {}
+        seen: dict[str, str] = {}
 
-        def recording_start_response(status, headers, exc_info=None):
+        def recording_start_response(
+                status: str, headers: list[tuple[str, str]],
+                exc_info: 'OptExcInfo | None' = None,
+        ) -> Callable[[bytes], object]:
             seen['status'] = status.split(' ', 1)[0]
             seen['length'] = next((v for k, v in headers if k.lower() == 'content-length'), '-')
             return start_response(status, headers, exc_info)
 
         if method in ('GET', 'HEAD') and path == health.PATH:
-            body = self.health_app(environ, recording_start_response)
+            answer = self.health_app(environ, recording_start_response)
         else:
-            body = self.app(environ, recording_start_response)
+            answer = self.app(environ, recording_start_response)
         # The API's responses are whole bodies already; nothing to stream.
-        body = list(body)
+        body = list(answer)
         elapsed = time.monotonic() - started
         status = seen.get('status', '500')
         if self.metrics:
@@ -88,7 +103,8 @@ class Observer:
         return body
 
     @staticmethod
-    def _log(environ, method, status, length, elapsed):
+    def _log(environ: WSGIEnvironment, method: str, status: str, length: str,
+             elapsed: float) -> None:
         ctx = environ.get('placement.context') or oslo_context.RequestContext(
             request_id=environ.get('openstack.request_id'),
             global_request_id=environ.get('openstack.global_request_id'),
@@ -103,7 +119,7 @@ class Observer:
                  version or '-', elapsed, extra={'context': ctx})
 
 
-def wrap(app, conf, db):
+def wrap(app: WSGIApplication, conf: cfg.ConfigOpts, db: db_api.Database) -> WSGIApplication:
     """The operator-facing layers around the API application ``app``."""
     if conf.api.enable_metrics:
         metrics.watch_pool(db)

@@ -14,11 +14,18 @@ WSGI servers import ``placement_server.wsgi_app:application``, which
 placement_server.deploy builds with the operator layers (health check,
 metrics, request log, CORS) around ``make_app``.
 """
+from collections.abc import Callable
+from collections.abc import Iterable
 import html
 import json
 import logging
+from typing import TYPE_CHECKING
 import urllib.parse
+from wsgiref.types import StartResponse
+from wsgiref.types import WSGIApplication
+from wsgiref.types import WSGIEnvironment
 
+from oslo_config import cfg
 from oslo_middleware import request_id as oslo_request_id
 import webob
 
@@ -30,16 +37,22 @@ from placement_server import microversion
 from placement_server import retry
 from placement_server import router
 from placement_server import util
+from placement_server.db import api as db_api
+
+if TYPE_CHECKING:
+    from _typeshed import OptExcInfo  # what sys.exc_info() gives
 
 LOG = logging.getLogger(__name__)
 
-def _error_body(err, request_id, version):
-    error = {'status': err.status, 'title': err.title, 'detail': err.detail,
+
+def _error_body(err: errors.PlacementError, request_id: str,
+                version: microversion.Version | None) -> bytes:
+    error: dict[str, object] = {'status': err.status, 'title': err.title, 'detail': err.detail,
              'request_id': request_id}
     # Like upstream: no code when the version itself was refused.
     if version is not None and version >= (1, 23):
         error['code'] = err.code
-    error.update(getattr(err, 'extra', {}))
+    error.update(err.extra)
     return json.dumps({'errors': [error]}).encode('utf-8')
 
 
@@ -54,11 +67,12 @@ _HTML = """<html>
 </html>"""
 
 
-def _error_response(err, request_id, version, accept):
+def _error_response(err: errors.PlacementError, request_id: str,
+                    version: microversion.Version | None, accept: str | None) -> webob.Response:
     """The error as placement's JSON document; as an HTML page (as upstream,
     through webob) only for a client that asks for HTML rather than JSON."""
-    offers = accept and webob.acceptparse.create_accept_header(accept).acceptable_offers(
-        ['application/json', 'text/html'])
+    offers = webob.acceptparse.create_accept_header(accept).acceptable_offers(
+        ['application/json', 'text/html']) if accept else []
     wants_html = bool(offers) and offers[0][0] == 'text/html'
     if wants_html:
         resp = webob.Response(status=err.status, content_type='text/html', charset='utf-8')
@@ -72,29 +86,30 @@ def _error_response(err, request_id, version, accept):
     return resp
 
 
-def _check_body_headers(environ):
+def _check_body_headers(environ: WSGIEnvironment) -> None:
     """A body must say its type; its length must be a number (400 before
     routing, as upstream)."""
     length = environ.get('CONTENT_LENGTH')
     if not length:
         return
     try:
-        length = int(length)
+        size = int(length)
     except ValueError:
         raise errors.BadRequest('content-length header must be an integer')
-    if length > 0 and not environ.get('CONTENT_TYPE'):
+    if size > 0 and not environ.get('CONTENT_TYPE'):
         raise errors.BadRequest('content-type header required when content-length > 0')
 
 
 class Dispatcher:
     """Innermost app: context, route, handler."""
 
-    def __init__(self, db, conf):
+    def __init__(self, db: db_api.Database, conf: cfg.ConfigOpts) -> None:
         self.db = db
         self.conf = conf
         self.router = router.Router(handlers.ROUTES)
 
-    def __call__(self, environ, start_response):
+    def __call__(self, environ: WSGIEnvironment,
+                 start_response: StartResponse) -> Iterable[bytes]:
         environ['placement.db'] = self.db
         environ['placement.conf'] = self.conf
         ctx = context.RequestContext.from_environ(environ)
@@ -114,16 +129,18 @@ class Dispatcher:
         handler, kwargs = self.router.match(req.method, path)
         # The one retry policy: a write that lost a race runs again whole.
         resp = retry.run(req, lambda: handler(req, **kwargs))
-        return resp(environ, start_response)
+        body: Iterable[bytes] = resp(environ, start_response)   # webob is untyped
+        return body
 
 
 class PlacementApp:
     """Outermost app: what every response carries, and error rendering."""
 
-    def __init__(self, app):
+    def __init__(self, app: WSGIApplication) -> None:
         self.app = app
 
-    def __call__(self, environ, start_response):
+    def __call__(self, environ: WSGIEnvironment,
+                 start_response: StartResponse) -> Iterable[bytes]:
         request_id = environ[oslo_request_id.ENV_REQUEST_ID]
         version = None
         try:
@@ -146,14 +163,16 @@ class PlacementApp:
         except Exception:
             LOG.exception('unexpected error handling %s %s',
                           environ.get('REQUEST_METHOD'), environ.get('PATH_INFO'))
-            err = errors.PlacementError('An unexpected error occurred; the '
-                                        'server log has the details.')
-            err.status = 500
-            resp = _error_response(err, request_id, version, environ.get('HTTP_ACCEPT'))
-        return resp(environ, _with_headers(start_response, version))
+            unexpected = errors.PlacementError('An unexpected error occurred; the '
+                                               'server log has the details.')
+            unexpected.status = 500
+            resp = _error_response(unexpected, request_id, version, environ.get('HTTP_ACCEPT'))
+        body: Iterable[bytes] = resp(environ, _with_headers(start_response, version))
+        return body
 
 
-def _with_headers(start_response, version):
+def _with_headers(start_response: StartResponse,
+                  version: microversion.Version | None) -> StartResponse:
     """``start_response`` adding what every versioned answer carries: the
     version served (once negotiated) and Vary on the version header."""
     ours = []
@@ -162,12 +181,13 @@ def _with_headers(start_response, version):
     ours.append(('Vary', microversion.HEADER.lower()))   # as upstream writes it
     replaced = {name.lower() for name, _ in ours}
 
-    def start(status, headers, exc_info=None):
+    def start(status: str, headers: list[tuple[str, str]],
+              exc_info: 'OptExcInfo | None' = None) -> Callable[[bytes], object]:
         headers = [h for h in headers if h[0].lower() not in replaced] + ours
         return start_response(status, headers, exc_info)
     return start
 
 
-def make_app(conf, db):
+def make_app(conf: cfg.ConfigOpts, db: db_api.Database) -> WSGIApplication:
     """The full application for ``conf`` on database ``db``."""
     return oslo_request_id.RequestId(PlacementApp(auth.wrap(Dispatcher(db, conf), conf)))

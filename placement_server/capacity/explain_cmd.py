@@ -11,12 +11,14 @@ each root's verdict.
 import argparse
 import json
 
+from oslo_config import cfg
+
 from placement_server import cmd
 from placement_server import errors
 from placement_server.capacity import explain
 
 
-def add_to(categories: 'argparse._SubParsersAction[argparse.ArgumentParser]') -> None:
+def add_to(categories: 'argparse._SubParsersAction[cmd.ArgumentParser]') -> None:
     """The ``candidates`` category of placement-manage."""
     category = categories.add_parser('candidates', help='allocation candidates')
     actions = category.add_subparsers(dest='action', metavar='ACTION', required=True)
@@ -30,7 +32,7 @@ def add_to(categories: 'argparse._SubParsersAction[argparse.ArgumentParser]') ->
     parser.set_defaults(run=run)
 
 
-def run(args: argparse.Namespace, conf: object) -> None:
+def run(args: argparse.Namespace, conf: cfg.ConfigOpts) -> None:
     db = cmd.open_database(conf, create=False)
     try:
         with db.reader() as conn:

@@ -4,14 +4,21 @@ A user's mistake ends a command with one line on stderr and a non-zero
 exit status, never a traceback.
 """
 import argparse
+from collections.abc import Callable
+from collections.abc import Mapping
 from importlib import metadata
 import os
 import sys
+from typing import TYPE_CHECKING
+from typing import NoReturn
 
 from oslo_config import cfg
 import sqlalchemy as sa
 
 from placement_server.db import config
+
+if TYPE_CHECKING:   # a command loads the database layer only when it opens one
+    from placement_server.db import api as db_api
 
 # argparse's and oslo.config's status for a command line they refuse.
 USAGE_STATUS = 2
@@ -27,11 +34,11 @@ class UsageError(CommandError):
 
 class ArgumentParser(argparse.ArgumentParser):
 
-    def error(self, message):
+    def error(self, message: str) -> NoReturn:
         raise UsageError('%s: %s (see --help)' % (self.prog, message))
 
 
-def version():
+def version() -> str:
     """This distribution's version, which every command's --version prints."""
     try:
         return metadata.version('compute-tracker')
@@ -39,7 +46,7 @@ def version():
         return 'unknown'
 
 
-def add_conf_arguments(parser):
+def add_conf_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--version', action='version', version=version())
     parser.add_argument('--config-file', action='append', metavar='PATH',
                         help='placement.conf to read (repeatable); default: '
@@ -53,7 +60,7 @@ def add_conf_arguments(parser):
                              '[placement_database] connection')
 
 
-def oslo_arguments(args):
+def oslo_arguments(args: argparse.Namespace) -> list[str]:
     """--config-file and --config-dir as oslo.config reads them; each must exist."""
     argv = []
     for option, paths, exists in (('--config-file', args.config_file, os.path.isfile),
@@ -66,7 +73,7 @@ def oslo_arguments(args):
     return argv
 
 
-def default_config_files():
+def default_config_files() -> list[str]:
     """The config files read when none is named; CommandError for a bad
     $OS_PLACEMENT_CONFIG_DIR."""
     try:
@@ -75,7 +82,8 @@ def default_config_files():
         raise CommandError(str(e))
 
 
-def load_conf(args, overrides=None):
+def load_conf(args: argparse.Namespace,
+              overrides: Mapping[tuple[str, str], object] | None = None) -> cfg.ConfigOpts:
     """The service configuration, with the command line on top."""
     from placement_server import deploy
     argv = oslo_arguments(args)
@@ -83,10 +91,10 @@ def load_conf(args, overrides=None):
         conf = deploy.load_conf(argv, config_files=default_config_files())
     except cfg.Error as e:   # oslo.config's parse and value errors
         raise CommandError('bad configuration: %s' % str(e).strip().splitlines()[0])
-    overrides = dict(overrides or {})
+    options = dict(overrides or {})
     if getattr(args, 'database_connection', None):
-        overrides[('placement_database', 'connection')] = args.database_connection
-    for (group, name), value in overrides.items():
+        options[('placement_database', 'connection')] = args.database_connection
+    for (group, name), value in options.items():
         try:
             conf.set_override(name, value, group=group)
         except ValueError as e:
@@ -94,7 +102,7 @@ def load_conf(args, overrides=None):
     return conf
 
 
-def open_database(conf, create=True):
+def open_database(conf: cfg.ConfigOpts, create: bool = True) -> 'db_api.Database':
     """The configured database, or a CommandError saying why not: none
     configured (where we looked), unreachable, or (``create`` false, for
     read-only commands) an SQLite file that does not exist yet."""
@@ -121,14 +129,15 @@ def open_database(conf, create=True):
     return db
 
 
-def safe_url(url):
+def safe_url(url: str | sa.URL) -> str:
     try:
         return sa.engine.make_url(url).render_as_string(hide_password=True)
     except Exception:
         return '<unparsable URL>'
 
 
-def run(main, argv=None, error_status=1):
+def run(main: Callable[[list[str]], int | None], argv: list[str] | None = None,
+        error_status: int = 1) -> int:
     """Call ``main(argv)``; a CommandError is one line and ``error_status``."""
     try:
         return main(sys.argv[1:] if argv is None else argv) or 0

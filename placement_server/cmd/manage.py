@@ -11,19 +11,23 @@ command names (deployment tools call them).
 Each action is a parser and a function taking (args, conf); a new category
 or action is one more ``add_parser`` with ``set_defaults(run=...)``.
 """
+import argparse
 import sys
+from typing import NoReturn
 
+from oslo_config import cfg
 import sqlalchemy as sa
 
 from placement_server import cmd
 from placement_server.capacity import explain_cmd
+from placement_server.db import api as db_api
 from placement_server.db import changes
 from placement_server.db import migration
 from placement_server.db import online_migrations
 from placement_server.db import takeover
 
 
-def _open(conf, create=True):
+def _open(conf: cfg.ConfigOpts, create: bool = True) -> db_api.Database:
     db = cmd.open_database(conf, create=create)
     try:
         migration.check(db)
@@ -33,7 +37,7 @@ def _open(conf, create=True):
     return db
 
 
-def db_sync(args, conf):
+def db_sync(args: argparse.Namespace, conf: cfg.ConfigOpts) -> None:
     db = _open(conf)
     try:
         before = migration.found(db)
@@ -51,7 +55,7 @@ def db_sync(args, conf):
           % (cmd.safe_url(conf.placement_database.connection), after.ours, taken))
 
 
-def db_version(args, conf):
+def db_version(args: argparse.Namespace, conf: cfg.ConfigOpts) -> None:
     db = _open(conf, create=False)
     try:
         schema = migration.found(db)
@@ -68,7 +72,7 @@ def db_version(args, conf):
         print(schema.ours)
 
 
-def db_stamp(args, conf):
+def db_stamp(args: argparse.Namespace, conf: cfg.ConfigOpts) -> None:
     db = cmd.open_database(conf)
     try:
         migration.stamp(db, args.version)
@@ -79,7 +83,7 @@ def db_stamp(args, conf):
     print('stamped schema revision %s' % args.version)
 
 
-def db_online_data_migrations(args, conf):
+def db_online_data_migrations(args: argparse.Namespace, conf: cfg.ConfigOpts) -> None:
     db = _open(conf, create=False)
     try:
         if not any(migration.found(db)):
@@ -94,7 +98,7 @@ def db_online_data_migrations(args, conf):
         print('%s: %d rows completed' % (name, count))
 
 
-def db_reload_views(args, conf):
+def db_reload_views(args: argparse.Namespace, conf: cfg.ConfigOpts) -> None:
     db = _open(conf, create=False)
     try:
         with db.writer() as conn:
@@ -104,7 +108,7 @@ def db_reload_views(args, conf):
     print('every placement-server worker reloads its resource view at its next request')
 
 
-def positive_integer(text):
+def positive_integer(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
@@ -114,7 +118,7 @@ def positive_integer(text):
     return value
 
 
-def _parser():
+def _parser() -> cmd.ArgumentParser:
     parser = cmd.ArgumentParser(prog='placement-manage',
                                 description='Administer the placement database.')
     cmd.add_conf_arguments(parser)
@@ -148,13 +152,13 @@ def _parser():
     return parser
 
 
-def _main(argv):
+def _main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     args.run(args, cmd.load_conf(args))
     return 0
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> NoReturn:
     sys.exit(cmd.run(_main, argv))
 
 

@@ -19,18 +19,30 @@ oslo.log like the service's; the master logs the version and every
 option's effective value at start, and serves /metrics, summed over the
 workers, on its own port (``[api] metrics_port``).
 """
+import argparse
 import logging
 import os
 import shutil
 import socket
 import sys
 import tempfile
+from typing import TYPE_CHECKING
+from typing import NoReturn
+from wsgiref import simple_server
+from wsgiref.types import WSGIApplication
 
 from gunicorn import glogging
+from oslo_config import cfg
 
 from placement_server import auth
 from placement_server import cmd
 from placement_server.db import migration
+
+if TYPE_CHECKING:   # gunicorn ships no types: these name what it passes
+    from gunicorn import arbiter
+    from gunicorn import config as gunicorn_config
+    from gunicorn.app import base as gunicorn_base
+    from gunicorn.workers import base as gunicorn_workers
 
 DEFAULT_HOST = '127.0.0.1'
 DEFAULT_PORT = 8778
@@ -44,13 +56,13 @@ class GunicornLog(glogging.Logger):
     format, its log_file, its syslog. gunicorn's access log stays off: the
     service logs each request itself (placement_server.middleware)."""
 
-    def setup(self, cfg):
+    def setup(self, cfg: 'gunicorn_config.Config') -> None:
         self.error_log.propagate = True
         self.error_log.setLevel(logging.INFO)
         self.access_log.propagate = False
 
 
-def _parser():
+def _parser() -> cmd.ArgumentParser:
     parser = cmd.ArgumentParser(
         prog='placement-server',
         description='Serve the OpenStack Placement compatible API.')
@@ -74,7 +86,7 @@ def _parser():
     return parser
 
 
-def _check_port_free(host, port):
+def _check_port_free(host: str, port: int) -> None:
     family = socket.AF_INET6 if ':' in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -84,7 +96,7 @@ def _check_port_free(host, port):
             raise cmd.CommandError('cannot listen on %s:%d: %s' % (host, port, e.strerror))
 
 
-def _check_keystone(conf):
+def _check_keystone(conf: cfg.ConfigOpts) -> None:
     """Refuse to start a keystone-authenticated server that cannot reach
     keystone: every request would fail."""
     missing = auth.keystone_conf_missing(conf)
@@ -95,17 +107,18 @@ def _check_keystone(conf):
             'use --auth-strategy noauth2' % ' and '.join(missing))
 
 
-def _gunicorn_app(conf, options):
+def _gunicorn_app(conf: cfg.ConfigOpts,
+                  options: dict[str, object]) -> 'gunicorn_base.BaseApplication':
     from gunicorn.app import base
 
     class PlacementServer(base.BaseApplication):
 
-        def load_config(self):
+        def load_config(self) -> None:
             for key, value in options.items():
                 if key in self.cfg.settings:   # some are newer than gunicorn 21
                     self.cfg.set(key, value)
 
-        def load(self):
+        def load(self) -> WSGIApplication:
             # In each worker after the fork: its own engine and pool.
             from placement_server import deploy
             return deploy.init_application(conf)
@@ -113,13 +126,13 @@ def _gunicorn_app(conf, options):
     return PlacementServer()
 
 
-def _child_exit(server, worker):
+def _child_exit(server: 'arbiter.Arbiter', worker: 'gunicorn_workers.Worker') -> None:
     # Drop a dead worker's live gauges from the Prometheus totals.
     from prometheus_client import multiprocess
     multiprocess.mark_process_dead(worker.pid)
 
 
-def _serve_metrics(conf, host):
+def _serve_metrics(conf: cfg.ConfigOpts, host: str) -> simple_server.WSGIServer | None:
     """The master's metrics port (None when off)."""
     if not conf.api.enable_metrics or not conf.api.metrics_port:
         return None
@@ -140,7 +153,7 @@ def _serve_metrics(conf, host):
                                % (host, conf.api.metrics_port, e.strerror))
 
 
-def _main(argv):
+def _main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     if not 0 < args.port < 65536:
         raise cmd.CommandError('placement-server: --port must be 1-65535')
@@ -161,7 +174,7 @@ def _main(argv):
             raise cmd.CommandError('placement-server: PROMETHEUS_MULTIPROC_DIR: %s' % e)
     master = os.getpid()
     try:
-        overrides = {}
+        overrides: dict[tuple[str, str], object] = {}
         if args.auth_strategy:
             overrides[('api', 'auth_strategy')] = args.auth_strategy
         return _serve(args, cmd.load_conf(args, overrides))
@@ -172,7 +185,7 @@ def _main(argv):
             shutil.rmtree(metrics_dir, ignore_errors=True)
 
 
-def _serve(args, conf):
+def _serve(args: argparse.Namespace, conf: cfg.ConfigOpts) -> int:
     from oslo_log import log as logging
 
     if conf.api.auth_strategy == 'keystone':
@@ -196,7 +209,7 @@ def _serve(args, conf):
     deploy.log_start(conf)
     metrics_server = _serve_metrics(conf, args.host)
 
-    def post_fork(server, worker):
+    def post_fork(server: 'arbiter.Arbiter', worker: 'gunicorn_workers.Worker') -> None:
         # The metrics port is the master's alone.
         if metrics_server is not None:
             metrics_server.socket.close()
@@ -204,7 +217,7 @@ def _serve(args, conf):
             from placement_server.capacity import metrics as capacity_metrics
             capacity_metrics.forget_after_fork()
 
-    options = {
+    options: dict[str, object] = {
         'bind': '[%s]:%d' % (args.host, args.port) if ':' in args.host
                 else '%s:%d' % (args.host, args.port),
         'workers': args.workers,
@@ -231,7 +244,7 @@ def _serve(args, conf):
     return 0
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> NoReturn:
     sys.exit(cmd.run(_main, argv))
 
 

@@ -7,6 +7,7 @@ failure (the service would not work), 255 the check itself could not run
 it never creates a database.
 """
 import sys
+from typing import NoReturn
 
 import os_resource_classes
 import os_traits
@@ -16,6 +17,7 @@ import sqlalchemy as sa
 
 from placement_server import cmd
 from placement_server import conf as conf_mod
+from placement_server.db import api as db_api
 from placement_server.db import migration
 from placement_server.db import tables
 from placement_server.db import takeover
@@ -27,25 +29,30 @@ Result = upgradecheck.Result
 
 class Checks(upgradecheck.UpgradeCommands):
 
-    def __init__(self, conf):
+    def __init__(self, conf: cfg.ConfigOpts) -> None:
         self.conf = conf
-        self.db = None
+        self.db: db_api.Database | None = None
 
-    def _schema(self):
+    @property
+    def _db(self) -> db_api.Database:
+        assert self.db is not None, 'the checks run inside check(), which opens it'
+        return self.db
+
+    def _schema(self) -> Result:
         try:
-            migration.check(self.db)
+            migration.check(self._db)
         except takeover.UnknownRevision as e:
             return Result(Code.FAILURE, str(e))
-        schema, want = migration.found(self.db), migration.head()
+        schema, want = migration.found(self._db), migration.head()
         if schema.ours == want:
             return Result(Code.SUCCESS, 'schema revision %s is current' % want)
         return Result(Code.FAILURE, 'schema revision is %s, this code needs %s: run '
                                     '"placement-manage db sync"' % (schema.ours or 'none', want))
 
-    def _standard_names(self):
-        if migration.found(self.db).ours is None:
+    def _standard_names(self) -> Result:
+        if migration.found(self._db).ours is None:
             return Result(Code.FAILURE, 'no schema to look into: run "placement-manage db sync"')
-        with self.db.reader() as conn:
+        with self._db.reader() as conn:
             classes = set(conn.scalars(sa.select(tables.resource_classes.c.name)))
             traits = set(conn.scalars(sa.select(tables.traits.c.name)))
         missing = (len(set(os_resource_classes.STANDARDS) - classes)
@@ -58,7 +65,9 @@ class Checks(upgradecheck.UpgradeCommands):
     _upgrade_checks = (('Database schema', _schema),
                        ('Standard resource classes and traits', _standard_names))
 
-    def check(self):
+    # CANNOT_RUN is an exit status upgradecheck has no Code for: upgradecheck.run
+    # exits with whatever this returns.
+    def check(self) -> int:   # type: ignore[override]
         try:
             self.db = cmd.open_database(self.conf, create=False)
         except cmd.CommandError as e:
@@ -67,10 +76,10 @@ class Checks(upgradecheck.UpgradeCommands):
         try:
             return super().check()
         finally:
-            self.db.dispose()
+            self._db.dispose()
 
 
-def _main(argv):
+def _main(argv: list[str]) -> int:
     conf = cfg.ConfigOpts()
     conf_mod.register_opts(conf)
     checks = Checks(conf)
@@ -87,7 +96,7 @@ def _main(argv):
     return upgradecheck.run(conf)
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> NoReturn:
     sys.exit(cmd.run(_main, argv, error_status=CANNOT_RUN))
 
 

@@ -1,7 +1,9 @@
 """JSON schemas for /resource_providers/{uuid}/aggregates."""
 import copy
 
-AGGREGATES = {
+from placement_server.schemas import Schema
+
+AGGREGATES: Schema = {
     'type': 'array',
     'items': {'type': 'string', 'format': 'uuid'},
     'uniqueItems': True,
@@ -11,7 +13,7 @@ AGGREGATES = {
 PUT_1_1 = AGGREGATES
 
 # 1.19: the list and the provider generation it was computed from.
-PUT_1_19 = {
+PUT_1_19: Schema = {
     'type': 'object',
     'properties': {
         'aggregates': copy.deepcopy(AGGREGATES),

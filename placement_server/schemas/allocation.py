@@ -12,13 +12,15 @@
 """
 import copy
 
+from placement_server.microversion import Version
+from placement_server.schemas import Schema
 from placement_server.schemas import inventory
 
-UUID = {'type': 'string', 'format': 'uuid'}
+UUID: Schema = {'type': 'string', 'format': 'uuid'}
 UUID_KEY = '^[0-9a-fA-F-]{36}$'
-_ID = {'type': 'string', 'minLength': 1, 'maxLength': 255}
+_ID: Schema = {'type': 'string', 'minLength': 1, 'maxLength': 255}
 
-RESOURCES = {
+RESOURCES: Schema = {
     'type': 'object',
     'minProperties': 1,
     'patternProperties': {
@@ -28,7 +30,7 @@ RESOURCES = {
     'additionalProperties': False,
 }
 
-PUT_1_0 = {
+PUT_1_0: Schema = {
     'type': 'object',
     'properties': {
         'allocations': {
@@ -54,11 +56,11 @@ PUT_1_0 = {
     'additionalProperties': False,
 }
 
-PUT_1_8 = copy.deepcopy(PUT_1_0)
+PUT_1_8: Schema = copy.deepcopy(PUT_1_0)
 PUT_1_8['properties'].update(project_id=_ID, user_id=_ID)
 PUT_1_8['required'] += ['project_id', 'user_id']
 
-PUT_1_12 = {
+PUT_1_12: Schema = {
     'type': 'object',
     'properties': {
         'allocations': {
@@ -83,14 +85,14 @@ PUT_1_12 = {
 }
 
 # A consumer's entry that may be empty (meaning: remove its allocations).
-_EMPTYABLE = copy.deepcopy(PUT_1_12)
+_EMPTYABLE: Schema = copy.deepcopy(PUT_1_12)
 _EMPTYABLE['properties']['allocations']['minProperties'] = 0
 
-PUT_1_28 = copy.deepcopy(_EMPTYABLE)
+PUT_1_28: Schema = copy.deepcopy(_EMPTYABLE)
 PUT_1_28['properties']['consumer_generation'] = {'type': ['integer', 'null']}
 PUT_1_28['required'].append('consumer_generation')
 
-PUT_1_34 = copy.deepcopy(PUT_1_28)
+PUT_1_34: Schema = copy.deepcopy(PUT_1_28)
 PUT_1_34['properties']['mappings'] = {
     'type': 'object',
     # an empty mappings object is refused, as upstream does
@@ -103,25 +105,25 @@ PUT_1_34['properties']['mappings'] = {
     'additionalProperties': False,
 }
 
-PUT_1_38 = copy.deepcopy(PUT_1_34)
+PUT_1_38: Schema = copy.deepcopy(PUT_1_34)
 PUT_1_38['properties']['consumer_type'] = {
     'type': 'string', 'pattern': '^[A-Z0-9_]+$', 'minLength': 1, 'maxLength': 255}
 PUT_1_38['required'].append('consumer_type')
 
 
-def _post(consumer_schema):
+def _post(consumer_schema: Schema) -> Schema:
     return {'type': 'object', 'minProperties': 1,
             'patternProperties': {UUID_KEY: consumer_schema},
             'additionalProperties': False}
 
 
-POST_1_13 = _post(_EMPTYABLE)
-POST_1_28 = _post(PUT_1_28)
-POST_1_34 = _post(PUT_1_34)
-POST_1_38 = _post(PUT_1_38)
+POST_1_13: Schema = _post(_EMPTYABLE)
+POST_1_28: Schema = _post(PUT_1_28)
+POST_1_34: Schema = _post(PUT_1_34)
+POST_1_38: Schema = _post(PUT_1_38)
 
 
-def put_schema(version):
+def put_schema(version: Version) -> Schema:
     for since, schema in (((1, 38), PUT_1_38), ((1, 34), PUT_1_34),
                           ((1, 28), PUT_1_28), ((1, 12), PUT_1_12),
                           ((1, 8), PUT_1_8)):
@@ -130,7 +132,7 @@ def put_schema(version):
     return PUT_1_0
 
 
-def post_schema(version):
+def post_schema(version: Version) -> Schema:
     for since, schema in (((1, 38), POST_1_38), ((1, 34), POST_1_34),
                           ((1, 28), POST_1_28)):
         if version >= since:

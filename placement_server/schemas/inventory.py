@@ -1,19 +1,21 @@
 """JSON schemas for /resource_providers/{uuid}/inventories."""
 import copy
 
+from placement_server.schemas import Schema
+
 # Inventory integers are stored in signed 32-bit columns.
 MAX_INT = 2147483647
 # allocation_ratio is stored as a single precision float.
 MAX_FLOAT = 3.40282e+38
-RESOURCE_CLASS = {'type': 'string', 'pattern': '^[A-Z0-9_]+$', 'maxLength': 255}
+RESOURCE_CLASS: Schema = {'type': 'string', 'pattern': '^[A-Z0-9_]+$', 'maxLength': 255}
 
 
-def _integer(minimum):
+def _integer(minimum: int) -> Schema:
     return {'type': 'integer', 'minimum': minimum, 'maximum': MAX_INT}
 
 
 # One inventory record as PUT /inventories/{rc} takes it.
-INVENTORY = {
+INVENTORY: Schema = {
     'type': 'object',
     'properties': {
         'resource_provider_generation': {'type': 'integer'},
@@ -29,15 +31,15 @@ INVENTORY = {
 }
 
 # POST /inventories names the class in the body; no generation needed.
-POST = copy.deepcopy(INVENTORY)
+POST: Schema = copy.deepcopy(INVENTORY)
 POST['properties']['resource_class'] = RESOURCE_CLASS
 POST['required'] = ['total', 'resource_class']
 
 # A record inside PUT /inventories: the generation is given once, outside.
-RECORD = copy.deepcopy(INVENTORY)
+RECORD: Schema = copy.deepcopy(INVENTORY)
 RECORD['required'] = ['total']
 
-PUT_ALL = {
+PUT_ALL: Schema = {
     'type': 'object',
     'properties': {
         'resource_provider_generation': {'type': 'integer'},
@@ -52,5 +54,5 @@ PUT_ALL = {
 }
 
 # What a record gets for the fields it leaves out.
-DEFAULTS = {'reserved': 0, 'min_unit': 1, 'max_unit': MAX_INT,
+DEFAULTS: Schema = {'reserved': 0, 'min_unit': 1, 'max_unit': MAX_INT,
             'step_size': 1, 'allocation_ratio': 1.0}

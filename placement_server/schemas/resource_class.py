@@ -1,8 +1,9 @@
 """JSON schemas for /resource_classes."""
+from placement_server.schemas import Schema
 
-CUSTOM_NAME = {'type': 'string', 'pattern': '^CUSTOM_[A-Z0-9_]+$', 'maxLength': 255}
+CUSTOM_NAME: Schema = {'type': 'string', 'pattern': '^CUSTOM_[A-Z0-9_]+$', 'maxLength': 255}
 
-POST = {
+POST: Schema = {
     'type': 'object',
     'properties': {'name': CUSTOM_NAME},
     'required': ['name'],

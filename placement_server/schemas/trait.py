@@ -1,8 +1,9 @@
 """JSON schemas for /traits and /resource_providers/{uuid}/traits."""
+from placement_server.schemas import Schema
 
 CUSTOM_NAME = '^CUSTOM_[A-Z0-9_]+$'
 
-LIST_QUERY = {
+LIST_QUERY: Schema = {
     'type': 'object',
     'properties': {'name': {'type': 'string'}, 'associated': {'type': 'string'}},
     'additionalProperties': False,
@@ -10,7 +11,7 @@ LIST_QUERY = {
 
 # Names are only checked for shape here: an unknown name is reported as
 # "No such trait" (400) by the write itself.
-PROVIDER_TRAITS = {
+PROVIDER_TRAITS: Schema = {
     'type': 'object',
     'properties': {
         'traits': {'type': 'array',
