@@ -227,8 +227,8 @@ def find(conn: sa.Connection, request: request_mod.CandidateRequest, randomize: 
     with view.lock:
         view.refresh(conn)
         result = _find(view, request, randomize, max_candidates, key, strategy, budget)
-    result.cut = budget.cut
-    return result
+    # (EMPTY is shared: never marked)
+    return dataclasses.replace(result, cut=True) if budget.cut else result
 
 
 def _find(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
@@ -254,20 +254,28 @@ def _find(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
         lone = None
 
     def compute(part: view_mod.ResourceView) -> Sources:
-        return _sources(part, request, queries, names, lone)
+        return _sources(part, request, queries, names, lone, budget)
 
     # A sharing provider serves other trees than its own: no answer is
     # any one tree's alone, so none is kept per tree.
     kept = key is not None and not names.sharing
-    sources = _kept(view, key, compute) if kept else compute(view)
+    try:
+        sources = _kept(view, key, compute) if kept else compute(view)
+    except assign.OutOfTime:
+        return EMPTY   # the searches could not even be set up in time
     stop_after = None
     if request.limit and not randomize:
         stop_after = request.limit
     if max_candidates >= 0:
         stop_after = min(stop_after or max_candidates, max_candidates)
-    candidates = order.take(sources, stop_after, strategy, budget,
-                            distinct=bool(names.sharing))
-    if kept:
+    members = view.members
+    candidates = order.take(
+        sources, stop_after, strategy, budget, distinct=bool(names.sharing),
+        summarised=(lambda anchor: len(members.get(anchor, ())))
+        if request.nested_aware and view.children else lambda anchor: 0)
+    if kept and not budget.cut:
+        # (a cut answer is not kept: the next call would start where this
+        # one stopped, and answer more)
         _keep(view, key, sources)
     if lone is not None:
         # A lone group's candidates are single providers, listed by id.
@@ -319,7 +327,7 @@ def _keep(view: view_mod.ResourceView, key: Hashable, sources: Sources) -> None:
 
 def _sources(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
              queries: list[search.GroupQuery], names: search.Names,
-             lone: search.GroupQuery | None) -> Sources:
+             lone: search.GroupQuery | None, budget: assign.Budget) -> Sources:
     state = _Search(view, request, queries, names)
     if lone is not None:
         found: dict[int, list[combine.Candidate]] = {}
@@ -327,16 +335,17 @@ def _sources(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
             rp = next(iter(candidate.amounts))
             found.setdefault(view.rows[rp].root, []).append(candidate)
         return {anchor: order.Found(items) for anchor, items in found.items()}
-    return _searches(view, request, state, queries, names.traits)
+    return _searches(view, request, state, queries, names.traits, budget)
 
 
 def _searches(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
               state: _Search, queries: list[search.GroupQuery],
-              trait_ids: dict[str, int]) -> Sources:
+              trait_ids: dict[str, int], budget: assign.Budget) -> Sources:
     """One search per anchor every group can be satisfied under: candidates
     made of one piece per group (``assign``)."""
     options = []
     for query in queries:
+        budget.check()
         found = state.options(query)
         if not found:
             return {}
@@ -363,6 +372,7 @@ def _searches(view: view_mod.ResourceView, request: request_mod.CandidateRequest
     sources: Sources = {}
     searched: dict[Hashable, tuple[assign.AnchorSearch, list[int]]] = {}
     for anchor in sorted(anchors):
+        budget.step()
         groups = [o[anchor] for o in options]
         twin = assign.twin_key(rules, groups)
         if twin is None:

@@ -51,19 +51,40 @@ class OutOfTime(Exception):
     """The request's budget for building candidates is spent."""
 
 
+# What the rest of the request costs per allocation in the answer (its
+# rendering) and per provider summarised (from 1.29 every provider of a
+# tree the answer touches), measured with the worst case's answer on a
+# busy two-core machine (docs/bench/wide-trees.md): what a found answer
+# still owes the time bound.
+SECONDS_PER_ALLOCATION = 4e-6
+SECONDS_PER_SUMMARY = 8e-6
+
+
 class Budget:
-    """How long one request may spend building candidates (None: no bound)."""
+    """How long one request may spend (None: no bound): setting up its
+    searches, building candidates, and summarising and rendering those
+    found, which each found candidate reserves (``owe``)."""
 
     def __init__(self, seconds: float | None) -> None:
         self.deadline = None if not seconds else time.monotonic() + seconds
         self.cut = False
+        self.owed = 0.0
         self._steps = 0
+
+    def owe(self, allocations: int, summaries: int = 0) -> None:
+        """A candidate of ``allocations`` providers joined the answer, and
+        ``summaries`` more providers are to be summarised."""
+        self.owed += allocations * SECONDS_PER_ALLOCATION + summaries * SECONDS_PER_SUMMARY
 
     def step(self) -> None:
         """One more step of some search: now and then, a look at the clock."""
         self._steps += 1
-        if (self._steps % _CLOCK_EVERY == 0 and self.deadline is not None
-                and time.monotonic() > self.deadline):
+        if self._steps % _CLOCK_EVERY == 0:
+            self.check()
+
+    def check(self) -> None:
+        """Raise OutOfTime if what is spent and owed reaches the bound."""
+        if self.deadline is not None and time.monotonic() + self.owed > self.deadline:
             self.cut = True
             raise OutOfTime()
 

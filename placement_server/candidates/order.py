@@ -12,6 +12,7 @@ and never asks an anchor for more than the answer takes. A request's
 budget (``assign.Budget``) that runs out ends the answer with what was
 found by then: valid candidates, cut the way the limit cuts.
 """
+from collections.abc import Callable
 from collections.abc import Mapping
 from typing import Protocol
 
@@ -38,14 +39,17 @@ class Found:
 
 
 def take(sources: Mapping[int, Source], stop_after: int | None, strategy: str,
-         budget: Budget, distinct: bool) -> list[Candidate]:
+         budget: Budget, distinct: bool,
+         summarised: Callable[[int], int] = lambda anchor: 0) -> list[Candidate]:
     """The candidates of ``sources`` (by anchor) the answer holds.
     ``distinct``: a candidate may come from several anchors (sharing
-    providers serve them all) and is shown once."""
+    providers serve them all) and is shown once. ``summarised(anchor)``:
+    how many providers the answer summarises once it holds a candidate of
+    that anchor (owed to the budget with the candidate's allocations)."""
     taken: list[Candidate] = []
     seen: set[object] = set()
 
-    def add(candidate: Candidate) -> bool:
+    def add(candidate: Candidate, anchor: int, first: bool) -> bool:
         """Add ``candidate``; whether the answer is full."""
         if distinct:
             key = (frozenset(candidate.amounts.items()),
@@ -54,6 +58,8 @@ def take(sources: Mapping[int, Source], stop_after: int | None, strategy: str,
                 return False
             seen.add(key)
         taken.append(candidate)
+        budget.owe(len(candidate.amounts), summarised(anchor) if first else 0)
+        budget.step()
         return stop_after is not None and len(taken) >= stop_after
 
     anchors = sorted(sources)
@@ -63,7 +69,7 @@ def take(sources: Mapping[int, Source], stop_after: int | None, strategy: str,
                 source, i = sources[anchor], 0
                 while (candidate := source.get(i, budget)) is not None:
                     i += 1
-                    if add(candidate):
+                    if add(candidate, anchor, i == 1):
                         return taken
         else:
             i = 0
@@ -74,7 +80,7 @@ def take(sources: Mapping[int, Source], stop_after: int | None, strategy: str,
                     if candidate is None:
                         continue
                     live.append(anchor)
-                    if add(candidate):
+                    if add(candidate, anchor, i == 0):
                         return taken
                 anchors, i = live, i + 1
     except OutOfTime:

@@ -15,6 +15,7 @@ import logging
 
 import pytest
 
+from placement_server.candidates import assign
 from tests.functional import client as client_mod
 from tests.functional.client import make_provider
 
@@ -164,17 +165,21 @@ def _ask_with_workaround(database, query, optimize, **placement):
 
 
 @pytest.mark.parametrize('strategy', ['depth-first', 'breadth-first'])
-def test_almost_fitting_root_has_no_candidates(api, database, strategy, caplog):
+def test_almost_fitting_root_has_no_candidates(api, database, strategy, caplog, monkeypatch):
     """63 single-unit children, 64 groups: nothing fits, and the search
-    says so before building anything (upstream's bug 2160721): a time limit
-    far too short for any search is never reached."""
+    says so before trying a single piece (upstream's bug 2160721: 63**64
+    partial choices otherwise)."""
     _build(api, 1, 63, 1)
+    tried = []
+    admits = assign.AnchorSearch._admits
+    monkeypatch.setattr(assign.AnchorSearch, '_admits',
+                        lambda self, *args: tried.append(args) or admits(self, *args))
     with caplog.at_level(logging.WARNING):
         answer = _ask(database, _query(64, 10000), max_allocation_candidates=1000,
-                      allocation_candidates_generation_strategy=strategy,
-                      allocation_candidates_time_limit=0.000001)
+                      allocation_candidates_generation_strategy=strategy)
     assert answer['allocation_requests'] == []
     assert answer['provider_summaries'] == {}
+    assert tried == []
     assert not [r for r in caplog.records if 'time_limit' in r.getMessage()]
 
 
@@ -218,3 +223,76 @@ def test_isolate_on_wide_trees(api, database):
     # 9 groups cannot be isolated over 8 children, though 16 units are free
     query = _query(9, None).replace('group_policy=none', 'group_policy=isolate')
     assert _ask(database, query)['allocation_requests'] == []
+
+
+def test_identical_hosts_answer_as_each_alone(api, database):
+    """Hosts alike share one search (assign.twin_key): each host's part of
+    the answer over the fleet is its answer alone (in_tree), including
+    hosts that differ by what is used of one device, and the search runs
+    once per kind of host."""
+    trees = _build(api, 5, 3, 2)
+    busy = sorted(trees)[1]
+    consumer = '1c1c0e7e-0f8b-4c34-9f5a-d0d0a1a1a1a1'
+    resp = api.put('/allocations/%s' % consumer, {
+        'allocations': {trees[busy][0]: {'resources': {'CUSTOM_VF': 1}}},
+        'project_id': 'p', 'user_id': 'u', 'consumer_generation': None}, version='1.28')
+    assert resp.status_int == 204, resp.body
+    searched = []
+    start = assign.AnchorSearch._start
+    real_start = lambda self: searched.append(self.anchor) or start(self)  # noqa: E731
+    query = _query(3, None)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(assign.AnchorSearch, '_start', real_start)
+        fleet = _ask(database, query, max_allocation_candidates=-1,
+                     allocation_candidates_generation_strategy='depth-first')
+    assert len(searched) == 2   # the free hosts' kind and the busy one
+    by_root = collections.defaultdict(list)
+    for ar in fleet['allocation_requests']:
+        root = next(rp for rp in ar['allocations'] if rp in trees)
+        by_root[root].append(ar)
+    for root in trees:
+        alone = _ask(database, query + '&in_tree=%s' % root, max_allocation_candidates=-1)
+        assert by_root[root] == alone['allocation_requests'], root
+    # 3 groups of one unit over 3 children of 2 units: 27 ways on a free
+    # host but the 3 with every group on one child; fewer where a unit is used
+    assert len(by_root[busy]) < len(by_root[sorted(trees)[0]]) == 24
+
+
+def _clock(monkeypatch, tick):
+    """assign's clock moves ``tick`` seconds each time it is read."""
+    now = [1000.0]
+
+    def monotonic():
+        now[0] += tick
+        return now[0]
+    monkeypatch.setattr(assign.time, 'monotonic', monotonic)
+
+
+def test_setting_up_the_searches_counts_against_the_time_limit(api, database, monkeypatch,
+                                                                caplog):
+    """A request whose searches cannot even be set up within the limit is
+    cut with no candidates (and says so), never left to run on."""
+    trees = _build(api, 2, 4, 1)
+    api.get(_query(2, 1), version=VERSION)   # the view loaded first
+    _clock(monkeypatch, 10.0)
+    with caplog.at_level(logging.WARNING):
+        answer = _ask(database, _query(2, None), allocation_candidates_time_limit=5)
+    assert answer['allocation_requests'] == []
+    assert [r for r in caplog.records if 'allocation_candidates_time_limit' in r.getMessage()]
+    assert trees
+
+
+def test_a_cut_answer_is_not_kept(api, database, monkeypatch):
+    """The searches of a cut answer are not kept for the next identical
+    request: it starts afresh, and answers as much, not more."""
+    _build(api, 2, 12, 1)
+    query = _query(12, None)
+    app = client_mod.Client(client_mod.make_app(database, client_mod.make_conf(
+        {('placement', 'max_allocation_candidates'): -1,
+         ('placement', 'allocation_candidates_time_limit'): 1.0})))
+    app.get(query + '&limit=1', version=VERSION)   # the view loaded first
+    _clock(monkeypatch, 0.001)
+    sizes = [len(app.get(query, version=VERSION).json['allocation_requests'])
+             for _ in range(3)]
+    assert sizes[0] > 0
+    assert sizes == [sizes[0]] * 3, sizes
