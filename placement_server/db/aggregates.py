@@ -3,6 +3,9 @@
 An aggregate exists in placement only as a uuid in placement_aggregates,
 created the first time a provider is put in it.
 """
+from collections.abc import Iterable
+from collections.abc import Sequence
+
 import sqlalchemy as sa
 
 from placement_server.db import api
@@ -13,7 +16,7 @@ AGG = tables.placement_aggregates
 RPA = tables.resource_provider_aggregates
 
 
-def of_provider(conn, provider_id):
+def of_provider(conn: sa.Connection, provider_id: int) -> Sequence[sa.RowMapping]:
     """The provider's aggregate rows (uuid, created_at, updated_at), by uuid."""
     return conn.execute(
         sa.select(AGG.c.uuid, RPA.c.created_at, RPA.c.updated_at)
@@ -22,26 +25,27 @@ def of_provider(conn, provider_id):
         .order_by(AGG.c.uuid)).mappings().all()
 
 
-def ensure(conn, uuids):
+def ensure(conn: sa.Connection, uuids: Iterable[str]) -> dict[str, int]:
     """{uuid: id} for ``uuids``, inserting the ones not yet known."""
-    uuids = set(uuids)
-    if not uuids:
+    wanted = set(uuids)
+    if not wanted:
         return {}
-    query = sa.select(AGG.c.uuid, AGG.c.id).where(AGG.c.uuid.in_(sorted(uuids)))
-    found = dict(conn.execute(query).all())
-    for uuid in sorted(uuids - set(found)):
+    query = sa.select(AGG.c.uuid, AGG.c.id).where(AGG.c.uuid.in_(sorted(wanted)))
+    found: dict[str, int] = dict(conn.execute(query).tuples().all())
+    for uuid in sorted(wanted - set(found)):
         try:
             # A concurrent writer may create the same aggregate: that is fine.
             with conn.begin_nested():
                 conn.execute(AGG.insert().values(uuid=uuid, created_at=api.utcnow()))
         except api.CONSTRAINT_VIOLATION:
             pass
-    if len(found) < len(uuids):
-        found = dict(conn.execute(query).all())
+    if len(found) < len(wanted):
+        found = dict(conn.execute(query).tuples().all())
     return found
 
 
-def set_for_provider(conn, uuid, aggregate_uuids, generation=None):
+def set_for_provider(conn: sa.Connection, uuid: str, aggregate_uuids: Iterable[str],
+                     generation: int | None = None) -> int:
     """Replace the provider's aggregates.
 
     With ``generation`` (1.19+) the write is a compare-and-swap that bumps
@@ -49,7 +53,10 @@ def set_for_provider(conn, uuid, aggregate_uuids, generation=None):
     does); without it (before 1.19) the generation is left alone.
     Returns the provider's generation after the write.
     """
-    wanted, unknown = set(aggregate_uuids), lambda new: ensure(conn, new)
+    wanted = set(aggregate_uuids)
+
+    def unknown(new: Iterable[str]) -> dict[str, int]:
+        return ensure(conn, new)
     if generation is None:
         row = providers.get(conn, uuid, for_update=True)
         providers.replace_links(conn, RPA.c.aggregate_id, AGG.c.uuid, row['id'], wanted,
@@ -58,4 +65,5 @@ def set_for_provider(conn, uuid, aggregate_uuids, generation=None):
         row, _ = providers.take_and_replace_links(conn, uuid, generation, RPA.c.aggregate_id,
                                                   AGG.c.uuid, wanted, unknown,
                                                   conflict=providers.CHANGED)
-    return row['generation']
+    generation_now: int = row['generation']
+    return generation_now

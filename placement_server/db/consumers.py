@@ -8,7 +8,12 @@ use. All of this happens in the caller's transaction; when a concurrent
 request inserted the same row first, ``InsertRace`` asks the caller to
 replay the transaction.
 """
+from collections.abc import Collection
+from collections.abc import Iterable
+from collections.abc import Iterator
+from collections.abc import Mapping
 import contextlib
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -31,7 +36,7 @@ class InsertRace(providers.ConcurrentUpdate):
 
 
 @contextlib.contextmanager
-def raced(what):
+def raced(what: str) -> Iterator[None]:
     """A unique key already holding what was inserted here, as InsertRace."""
     try:
         yield
@@ -39,17 +44,19 @@ def raced(what):
         raise InsertRace('%s was created by another request meanwhile; try again.' % what)
 
 
-def _insert(conn, table, values):
+def _insert(conn: sa.Connection, table: sa.Table, values: dict[str, Any]) -> int:
     """Insert a row; its id, or InsertRace when a unique key already holds it."""
     with raced(table.name.rstrip('s')):
-        return conn.execute(table.insert(), values).inserted_primary_key[0]
+        key = conn.execute(table.insert(), values).inserted_primary_key
+        assert key is not None
+        return int(key[0])
 
 
-def _id_of(conn, table, column, value):
+def _id_of(conn: sa.Connection, table: sa.Table, column: sa.Column[Any], value: str) -> int:
     """The id of the row whose ``column`` is ``value``, inserted if missing."""
     found = conn.execute(sa.select(table.c.id).where(column == value)).scalar()
     if found is not None:
-        return found
+        return int(found)
     return _insert(conn, table, {column.name: value, 'created_at': api.utcnow()})
 
 
@@ -59,7 +66,8 @@ NAMED = {'project': (PROJECT, PROJECT.c.external_id),
          'consumer_type': (CTYPE, CTYPE.c.name)}
 
 
-def named_id(conn, kind, name, known):
+def named_id(conn: sa.Connection, kind: str, name: str,
+             known: dict[tuple[str, str], int]) -> int:
     """The id of the project, user or consumer type (``kind``) ``name``.
 
     ``known`` is {(kind, name): id} of what the caller already read (a
@@ -73,7 +81,7 @@ def named_id(conn, kind, name, known):
     return known[key]
 
 
-def view_query():
+def view_query() -> sa.Select[Any]:
     """A consumer with its project, user and type names."""
     return (sa.select(CONSUMER.c.id, CONSUMER.c.uuid, CONSUMER.c.generation,
                       CONSUMER.c.project_id, CONSUMER.c.user_id,
@@ -92,25 +100,26 @@ _LOCK = (sa.select(CONSUMER.c.id, CONSUMER.c.uuid, CONSUMER.c.generation,
          .with_for_update())
 
 
-def lock(conn, uuids):
+def lock(conn: sa.Connection, uuids: Iterable[str]) -> dict[str, sa.RowMapping]:
     """Lock the rows of those of ``uuids`` that exist (writers queue here);
     {uuid: row (id, uuid, generation and the ids it points at)}."""
     rows = conn.execute(_LOCK, {'uuids': list(uuids)}).mappings()
     return {r['uuid']: r for r in rows}
 
 
-def get_many(conn, uuids):
+def get_many(conn: sa.Connection, uuids: Iterable[str]) -> dict[str, sa.RowMapping]:
     """{uuid: row (as ``view_query``)} of those of ``uuids`` that exist."""
     rows = conn.execute(view_query().where(CONSUMER.c.uuid.in_(list(uuids)))).mappings()
     return {r['uuid']: r for r in rows}
 
 
-def get(conn, uuid):
+def get(conn: sa.Connection, uuid: str) -> sa.RowMapping | None:
     """The consumer row (as ``view_query``) or None."""
     return get_many(conn, [uuid]).get(uuid)
 
 
-def create(conn, uuid, project, user, type_id):
+def create(conn: sa.Connection, uuid: str, project: int, user: int,
+           type_id: int | None) -> dict[str, Any]:
     """Insert a consumer at generation 1, as its first write leaves it; the
     row as ``lock`` gives it, without its id.
 
@@ -124,12 +133,13 @@ def create(conn, uuid, project, user, type_id):
     return values
 
 
-def update(conn, consumer, project, user, type_id):
+def update(conn: sa.Connection, consumer: Mapping[str, Any], project: int, user: int,
+           type_id: int | None) -> None:
     """Point the consumer at another project/user/type when they changed.
 
     A ``type_id`` of None (requests before 1.38) keeps the current type.
     """
-    values = {}
+    values: dict[str, Any] = {}
     if project != consumer['project_id']:
         values['project_id'] = project
     if user != consumer['user_id']:
@@ -141,7 +151,7 @@ def update(conn, consumer, project, user, type_id):
                      .values(updated_at=api.utcnow(), **values))
 
 
-def increment_generation(conn, consumer):
+def increment_generation(conn: sa.Connection, consumer: Mapping[str, Any]) -> int:
     """generation += 1 if unchanged since read; else 409 concurrent_update."""
     result = conn.execute(
         CONSUMER.update()
@@ -152,10 +162,10 @@ def increment_generation(conn, consumer):
         raise providers.ConcurrentUpdate(
             'consumer generation conflict: consumer %s was updated by another '
             'request; refresh and try again.' % consumer['uuid'])
-    return consumer['generation'] + 1
+    return int(consumer['generation']) + 1
 
 
-def delete_if_no_allocations(conn, uuids):
+def delete_if_no_allocations(conn: sa.Connection, uuids: Collection[str]) -> None:
     """Delete those of the consumers ``uuids`` that hold no allocation."""
     if not uuids:
         return

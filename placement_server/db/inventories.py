@@ -8,6 +8,11 @@ view reads inventories; tests/unit/test_view_writes_noted.py). These are plain
 functions on a connection so that the reshaper can replace inventories
 and allocations together in one transaction.
 """
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Any
+
 import sqlalchemy as sa
 
 from placement_server import errors
@@ -26,12 +31,17 @@ FIELDS = ('total', 'reserved', 'min_unit', 'max_unit', 'step_size',
           'allocation_ratio')
 
 
-def capacity(inv):
+# An inventory's fields, as a client gives them or a row holds them.
+Inventory = Mapping[Any, Any]
+
+
+def capacity(inv: Inventory) -> float:
     """What may be allocated: (total - reserved) * allocation_ratio."""
-    return (inv['total'] - inv['reserved']) * inv['allocation_ratio']
+    return float((inv['total'] - inv['reserved']) * inv['allocation_ratio'])
 
 
-def check_capacity(provider_uuid, inventories, reserved_may_equal_total, action='update'):
+def check_capacity(provider_uuid: str, inventories: Mapping[str, Inventory],
+                   reserved_may_equal_total: bool, action: str = 'update') -> None:
     """400 unless every inventory leaves something to allocate.
 
     Before 1.26 reserved must stay below total (whole capacity > 0); from
@@ -56,7 +66,7 @@ _GET_ALL = (sa.select(RC.c.name.label('resource_class'), INV)
 # For a replace, in one statement: each wanted class (its id, and the
 # provider's inventory of it if any), then the inventories not wanted;
 # only the columns a replace reads (each costs the driver a description).
-_WANTED = sa.bindparam('names', expanding=True)
+_WANTED: sa.BindParameter[Any] = sa.bindparam('names', expanding=True)
 _CURRENT = [INV.c[f] for f in FIELDS] + [INV.c.created_at, INV.c.updated_at]
 _CLASSES_AND_CURRENT = prepared(sa.union_all(
     sa.select(RC.c.name.label('resource_class'), RC.c.id.label('class_id'), *_CURRENT)
@@ -67,7 +77,7 @@ _CLASSES_AND_CURRENT = prepared(sa.union_all(
     .where(_MINE, RC.c.name.not_in(_WANTED))))
 
 
-def get_all(conn, provider_id):
+def get_all(conn: sa.Connection, provider_id: int) -> dict[str, sa.RowMapping]:
     """{resource class name: inventory row} of one provider."""
     rows = conn.execute(_GET_ALL, {'provider_id': provider_id}).mappings().all()
     return {r['resource_class']: r for r in rows}
@@ -79,13 +89,14 @@ class InUse(errors.Conflict):
     code = errors.INVENTORY_INUSE
 
 
-def _in_use_error(provider_uuid, classes):
+def _in_use_error(provider_uuid: str, classes: Iterable[str]) -> InUse:
     # Clients (nova's report client) match this text: keep its shape.
     return InUse("Inventory for '%s' on resource provider '%s' in use."
                  % (', '.join(classes), provider_uuid))
 
 
-def _check_not_in_use(conn, provider, class_ids_by_name):
+def _check_not_in_use(conn: sa.Connection, provider: Mapping[str, Any],
+                      class_ids_by_name: Mapping[str, int]) -> None:
     if not class_ids_by_name:
         return
     used = conn.execute(
@@ -99,19 +110,23 @@ def _check_not_in_use(conn, provider, class_ids_by_name):
         raise _in_use_error(provider['uuid'], names)
 
 
-def _values(inv):
+def _values(inv: Inventory) -> dict[str, Any]:
     # As the column stores it: a ratio given as 16 is read back as 16.0.
     return dict({f: inv[f] for f in FIELDS}, allocation_ratio=float(inv['allocation_ratio']))
 
 
-def take_with_current(conn, uuid, generation, inventories):
+def take_with_current(conn: sa.Connection, uuid: str, generation: int,
+                      inventories: Mapping[str, Inventory]
+                      ) -> tuple[dict[str, Any], Sequence[sa.RowMapping]]:
     """``providers.take``, and what ``write_all`` compares ``inventories``
     with (PostgreSQL: in the same round trip): (provider, current)."""
     return providers.take_and_read(conn, uuid, generation, _CLASSES_AND_CURRENT,
                                    {'names': sorted(inventories)})
 
 
-def write_all(conn, provider, inventories, current=None):
+def write_all(conn: sa.Connection, provider: Mapping[str, Any],
+              inventories: Mapping[str, Inventory],
+              current: Iterable[sa.RowMapping] | None = None) -> dict[str, Inventory]:
     """Make ``inventories`` ({rc: fields}) the provider's whole inventory,
     leaving its generation to the caller; returns {rc: row} as stored.
     ``current``: what ``take_with_current`` read, if it did.
@@ -122,15 +137,16 @@ def write_all(conn, provider, inventories, current=None):
     if current is None:
         current = conn.execute(_CLASSES_AND_CURRENT, {
             'provider_id': provider['id'], 'names': sorted(inventories)}).mappings()
-    rows, class_ids, current = current, {}, {}
-    for row in rows:
+    class_ids: dict[str, int] = {}
+    present: dict[str, sa.RowMapping] = {}
+    for row in current:
         class_ids[row['resource_class']] = row['class_id']
         if row['total'] is not None:   # (a column no inventory leaves NULL)
-            current[row['resource_class']] = row
+            present[row['resource_class']] = row
     unknown = set(inventories) - set(class_ids)
     if unknown:
         raise errors.ResourceClassNotFound('No such resource class %s.' % min(unknown))
-    gone = {rc: row['class_id'] for rc, row in current.items()
+    gone = {rc: row['class_id'] for rc, row in present.items()
             if rc not in inventories}
     _check_not_in_use(conn, provider, gone)
     changes.note(conn, [provider['id']])
@@ -139,26 +155,29 @@ def write_all(conn, provider, inventories, current=None):
         conn.execute(INV.delete().where(
             INV.c.resource_provider_id == provider['id'],
             INV.c.resource_class_id.in_(gone.values())))
-    new_rows, stored = [], {}
+    new_rows: list[dict[str, Any]] = []
+    stored: dict[str, Inventory] = {}
     for rc, inv in inventories.items():
         values = _values(inv)
-        if rc not in current:
+        if rc not in present:
             new_rows.append(dict(values, resource_provider_id=provider['id'],
                                  resource_class_id=class_ids[rc], created_at=now))
             stored[rc] = dict(values, created_at=now, updated_at=None)
-        elif any(current[rc][f] != values[f] for f in FIELDS):
+        elif any(present[rc][f] != values[f] for f in FIELDS):
             conn.execute(INV.update().where(INV.c.resource_provider_id == provider['id'],
                                             INV.c.resource_class_id == class_ids[rc])
                          .values(updated_at=now, **values))
-            stored[rc] = dict(values, created_at=current[rc]['created_at'], updated_at=now)
+            stored[rc] = dict(values, created_at=present[rc]['created_at'], updated_at=now)
         else:
-            stored[rc] = current[rc]
+            stored[rc] = present[rc]
     if new_rows:
         api.insert_later(conn, INV, new_rows)
     return stored
 
 
-def replace_inventories(conn, provider, inventories, generation=None):
+def replace_inventories(conn: sa.Connection, provider: Mapping[str, Any],
+                        inventories: Mapping[str, Inventory],
+                        generation: int | None = None) -> int:
     """``write_all``, then the generation: it must be ``generation`` (by
     default the row's). Returns the new generation."""
     write_all(conn, provider, inventories)
@@ -166,7 +185,8 @@ def replace_inventories(conn, provider, inventories, generation=None):
         conn, provider['id'], provider['generation'] if generation is None else generation)
 
 
-def add_inventory(conn, provider, rc, inv):
+def add_inventory(conn: sa.Connection, provider: Mapping[str, Any], rc: str,
+                  inv: Inventory) -> int:
     """Add one class (POST); 409 concurrent_update if it already has one."""
     class_id = resource_classes.ids_by_name(conn, [rc])[rc]
     changes.note(conn, [provider['id']])
@@ -182,7 +202,8 @@ def add_inventory(conn, provider, rc, inv):
     return providers.increment_generation(conn, provider['id'], provider['generation'])
 
 
-def update_inventory(conn, provider, rc, inv, generation):
+def update_inventory(conn: sa.Connection, provider: Mapping[str, Any], rc: str,
+                     inv: Inventory, generation: int) -> int:
     """Change one existing class (PUT); 404 if there is no such class, 400
     if the provider has none of it."""
     try:
@@ -202,7 +223,7 @@ def update_inventory(conn, provider, rc, inv, generation):
     return providers.increment_generation(conn, provider['id'], generation)
 
 
-def delete_inventory(conn, provider, rc):
+def delete_inventory(conn: sa.Connection, provider: Mapping[str, Any], rc: str) -> int:
     """Remove one class; 404 if absent, 409 inventory.inuse if allocated."""
     row = get_all(conn, provider['id']).get(rc)
     if row is None:

@@ -5,20 +5,26 @@ inventory moving from the compute node to a child provider): inventories
 and allocations are replaced in the caller's one transaction, so any
 error leaves every row as it was.
 """
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+
 from placement_server import errors
 from placement_server.db import allocations
 from placement_server.db import inventories as inventories_db
 from placement_server.db import providers
 
 
-def _check_generation(row, generation):
+def _check_generation(row: Mapping[str, Any], generation: int) -> None:
     if generation != row['generation']:
         raise providers.ConcurrentUpdate(
             'resource provider generation conflict for provider %s: '
             'actual: %d, given: %d' % (row['uuid'], row['generation'], generation))
 
 
-def _provider(conn, uuid, for_update=True):
+def _provider(conn: sa.Connection, uuid: str, for_update: bool = True) -> Any:
     try:
         return providers.get(conn, uuid, for_update=for_update)
     except errors.NotFound as e:
@@ -27,7 +33,9 @@ def _provider(conn, uuid, for_update=True):
                                 code=errors.PROVIDER_NOT_FOUND)
 
 
-def reshape(conn, inventories, consumers):
+def reshape(conn: sa.Connection,
+            inventories: Mapping[str, tuple[int, Mapping[str, Mapping[str, Any]]]],
+            consumers: Sequence[Any]) -> None:
     """Replace inventories, then allocations, in ``conn``'s transaction.
 
     ``inventories`` is {provider uuid: (generation, {class: fields})};

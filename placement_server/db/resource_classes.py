@@ -1,4 +1,7 @@
 """Resource classes: the standard ones (seeded) and CUSTOM_* ones."""
+from collections.abc import Iterable
+from collections.abc import Sequence
+
 import os_resource_classes
 import sqlalchemy as sa
 
@@ -10,12 +13,12 @@ from placement_server.db import tables
 RC = tables.resource_classes
 
 
-def list_all(conn):
+def list_all(conn: sa.Connection) -> Sequence[sa.RowMapping]:
     return conn.execute(sa.select(RC.c.name, RC.c.created_at, RC.c.updated_at)
                         .order_by(RC.c.id)).mappings().all()
 
 
-def get(conn, name):
+def get(conn: sa.Connection, name: str) -> sa.RowMapping:
     row = conn.execute(sa.select(RC.c.id, RC.c.name, RC.c.created_at, RC.c.updated_at)
                        .where(RC.c.name == name)).mappings().first()
     if row is None:
@@ -26,19 +29,19 @@ def get(conn, name):
 _IDS = sa.select(RC.c.name, RC.c.id).where(RC.c.name.in_(sa.bindparam('names', expanding=True)))
 
 
-def ids_by_name(conn, names):
+def ids_by_name(conn: sa.Connection, names: Iterable[str]) -> dict[str, int]:
     """{name: id} for ``names``; an unknown name is a 400 naming it."""
-    names = set(names)
-    if not names:
+    wanted = set(names)
+    if not wanted:
         return {}
-    found = dict(conn.execute(_IDS, {'names': sorted(names)}).all())
-    unknown = names - set(found)
+    found: dict[str, int] = dict(conn.execute(_IDS, {'names': sorted(wanted)}).tuples().all())
+    unknown = wanted - set(found)
     if unknown:
         raise errors.ResourceClassNotFound('No such resource class %s.' % min(unknown))
     return found
 
 
-def create(conn, name):
+def create(conn: sa.Connection, name: str) -> bool:
     """Insert a custom class; False if it already exists."""
     try:
         with conn.begin_nested():
@@ -49,7 +52,7 @@ def create(conn, name):
     return True
 
 
-def delete(conn, name):
+def delete(conn: sa.Connection, name: str) -> None:
     if name in os_resource_classes.STANDARDS:
         raise errors.BadRequest('Error in delete resource class: '
                                 'Cannot delete standard resource class %s.' % name)
@@ -66,7 +69,7 @@ def delete(conn, name):
     changes.note_names(conn)
 
 
-def rename(conn, old, new):
+def rename(conn: sa.Connection, old: str, new: str) -> sa.RowMapping:
     if old in os_resource_classes.STANDARDS:
         raise errors.BadRequest('Cannot update standard resource class %s' % old)
     row = get(conn, old)

@@ -6,6 +6,8 @@ generations), so that a database migrated from this server holds the same
 facts any placement holds. Queries live next to the handlers' needs in the
 other ``db`` modules; this module only says what is stored.
 """
+from typing import Any
+
 import sqlalchemy as sa
 
 metadata = sa.MetaData(naming_convention={
@@ -16,7 +18,7 @@ metadata = sa.MetaData(naming_convention={
 })
 
 
-def _timestamps():
+def _timestamps() -> tuple[sa.Column[Any], sa.Column[Any]]:
     return (sa.Column('created_at', sa.DateTime, nullable=False),
             sa.Column('updated_at', sa.DateTime, nullable=True))
 

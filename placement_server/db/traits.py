@@ -1,5 +1,10 @@
 """Traits: the standard ones (seeded from os-traits) and CUSTOM_* ones, and
 the set of traits each provider has."""
+from collections.abc import Collection
+from collections.abc import Iterable
+from collections.abc import Sequence
+from typing import NoReturn
+
 import os_traits
 import sqlalchemy as sa
 
@@ -13,7 +18,9 @@ TRAITS = tables.traits
 RPT = tables.resource_provider_traits
 
 
-def list_names(conn, names=None, prefix=None, associated=None):
+def list_names(conn: sa.Connection, names: Iterable[str] | None = None,
+               prefix: str | None = None,
+               associated: bool | None = None) -> Sequence[sa.RowMapping]:
     """(name, created_at, updated_at) rows, filtered, ordered by name."""
     query = sa.select(TRAITS.c.name, TRAITS.c.created_at, TRAITS.c.updated_at)
     if names is not None:
@@ -26,14 +33,14 @@ def list_names(conn, names=None, prefix=None, associated=None):
     return conn.execute(query.order_by(TRAITS.c.name)).mappings().all()
 
 
-def get(conn, name):
+def get(conn: sa.Connection, name: str) -> sa.RowMapping:
     row = conn.execute(sa.select(TRAITS).where(TRAITS.c.name == name)).mappings().first()
     if row is None:
         raise errors.NotFound('No such trait(s): %s.' % name)
     return row
 
 
-def create(conn, name):
+def create(conn: sa.Connection, name: str) -> tuple[sa.RowMapping, bool]:
     """Insert a custom trait; (row, created) where created is False if it
     already existed."""
     try:
@@ -46,7 +53,7 @@ def create(conn, name):
     return get(conn, name), created
 
 
-def delete(conn, name):
+def delete(conn: sa.Connection, name: str) -> None:
     if name in os_traits.get_traits():
         raise errors.BadRequest('Cannot delete standard trait %s.' % name)
     row = get(conn, name)
@@ -62,7 +69,7 @@ def delete(conn, name):
         raise errors.Conflict('The trait %s is in use by a resource provider.' % name)
 
 
-def of_provider(conn, provider_id):
+def of_provider(conn: sa.Connection, provider_id: int) -> Sequence[sa.RowMapping]:
     """The provider's trait rows (name, created_at, updated_at), by name."""
     return conn.execute(
         sa.select(TRAITS.c.name, RPT.c.created_at, RPT.c.updated_at)
@@ -71,7 +78,7 @@ def of_provider(conn, provider_id):
         .order_by(TRAITS.c.name)).mappings().all()
 
 
-def _refuse_unknown(names):
+def _refuse_unknown(names: Collection[str]) -> NoReturn:
     raise errors.BadRequest('No such trait %s' % ', '.join(sorted(names)))
 
 
@@ -81,12 +88,13 @@ class Unchanged(Exception):
     back: a write that changes nothing leaves the generation, as upstream
     does."""
 
-    def __init__(self, generation):
+    def __init__(self, generation: int) -> None:
         super().__init__(generation)
         self.generation = generation
 
 
-def set_for_provider(conn, uuid, names, generation):
+def set_for_provider(conn: sa.Connection, uuid: str, names: Iterable[str],
+                     generation: int) -> int:
     """Replace the provider's traits with ``names`` (all must exist).
 
     The generation must be ``generation``; it goes up by one when the set
@@ -98,10 +106,11 @@ def set_for_provider(conn, uuid, names, generation):
         providers.CHANGED)
     if not changed:
         raise Unchanged(generation)
-    return row['generation']
+    new: int = row['generation']
+    return new
 
 
-def clear_provider(conn, uuid):
+def clear_provider(conn: sa.Connection, uuid: str) -> None:
     """Remove every trait of the provider; the generation goes up if any
     were removed."""
     row = providers.get(conn, uuid, for_update=True)

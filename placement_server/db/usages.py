@@ -1,4 +1,6 @@
 """Usages: sums of allocations, per provider or per project/user."""
+from typing import Any
+
 import sqlalchemy as sa
 
 from placement_server.db import tables
@@ -15,7 +17,7 @@ CTYPE = tables.consumer_types
 UNKNOWN = 'unknown'
 
 
-def for_provider(conn, provider_id):
+def for_provider(conn: sa.Connection, provider_id: int) -> dict[str, int]:
     """{class: used} for every class the provider has inventory of (0 if unused)."""
     rows = conn.execute(
         sa.select(RC.c.name, sa.func.coalesce(sa.func.sum(ALLOC.c.used), 0))
@@ -28,7 +30,8 @@ def for_provider(conn, provider_id):
     return {name: int(used) for name, used in rows}
 
 
-def _owned_by(query, project_id, user_id):
+def _owned_by(query: sa.Select[Any], project_id: str,
+              user_id: str | None) -> sa.Select[Any]:
     query = query.join(PROJECT, PROJECT.c.id == CONSUMER.c.project_id).where(
         PROJECT.c.external_id == project_id)
     if user_id is not None:
@@ -37,7 +40,8 @@ def _owned_by(query, project_id, user_id):
     return query
 
 
-def for_project(conn, project_id, user_id=None):
+def for_project(conn: sa.Connection, project_id: str,
+                user_id: str | None = None) -> dict[str, int]:
     """{class: used} summed over the project's (and user's) consumers."""
     query = _owned_by(
         sa.select(RC.c.name, sa.func.sum(ALLOC.c.used))
@@ -47,7 +51,8 @@ def for_project(conn, project_id, user_id=None):
     return {name: int(used) for name, used in conn.execute(query)}
 
 
-def by_consumer_type(conn, project_id, user_id=None, consumer_type=None):
+def by_consumer_type(conn: sa.Connection, project_id: str, user_id: str | None = None,
+                     consumer_type: str | None = None) -> dict[str, dict[str, int]]:
     """{type: {class: used, ..., 'consumer_count': n}} (microversion 1.38).
 
     ``consumer_type`` None groups by every type (untyped consumers under
@@ -60,7 +65,7 @@ def by_consumer_type(conn, project_id, user_id=None, consumer_type=None):
               .join(CONSUMER, CONSUMER.c.uuid == ALLOC.c.consumer_id)
               .outerjoin(CTYPE, CTYPE.c.id == CONSUMER.c.consumer_type_id))
 
-    def select(*columns):
+    def select(*columns: Any) -> sa.Select[Any]:
         query = _owned_by(sa.select(*columns).select_from(source), project_id, user_id)
         if consumer_type == UNKNOWN:
             query = query.where(CONSUMER.c.consumer_type_id.is_(None))

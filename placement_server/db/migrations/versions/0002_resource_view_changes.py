@@ -15,7 +15,7 @@ depends_on = None
 SHARDS = 8   # placement_server.db.changes.SHARDS when this was written
 
 
-def upgrade():
+def upgrade() -> None:
     counters = op.create_table(
         'resource_view_counters',
         sa.Column('shard', sa.Integer(), autoincrement=False, nullable=False),
