@@ -16,7 +16,7 @@ AGG = tables.placement_aggregates
 RPA = tables.resource_provider_aggregates
 
 
-def of_provider(conn: sa.Connection, provider_id: int) -> Sequence[sa.RowMapping]:
+def of_provider(conn: sa.Connection, provider_id: int) -> Sequence[tables.RowMap]:
     """The provider's aggregate rows (uuid, created_at, updated_at), by uuid."""
     return conn.execute(
         sa.select(AGG.c.uuid, RPA.c.created_at, RPA.c.updated_at)

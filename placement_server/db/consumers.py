@@ -100,20 +100,20 @@ _LOCK = (sa.select(CONSUMER.c.id, CONSUMER.c.uuid, CONSUMER.c.generation,
          .with_for_update())
 
 
-def lock(conn: sa.Connection, uuids: Iterable[str]) -> dict[str, sa.RowMapping]:
+def lock(conn: sa.Connection, uuids: Iterable[str]) -> dict[str, tables.RowMap]:
     """Lock the rows of those of ``uuids`` that exist (writers queue here);
     {uuid: row (id, uuid, generation and the ids it points at)}."""
     rows = conn.execute(_LOCK, {'uuids': list(uuids)}).mappings()
     return {r['uuid']: r for r in rows}
 
 
-def get_many(conn: sa.Connection, uuids: Iterable[str]) -> dict[str, sa.RowMapping]:
+def get_many(conn: sa.Connection, uuids: Iterable[str]) -> dict[str, tables.RowMap]:
     """{uuid: row (as ``view_query``)} of those of ``uuids`` that exist."""
     rows = conn.execute(view_query().where(CONSUMER.c.uuid.in_(list(uuids)))).mappings()
     return {r['uuid']: r for r in rows}
 
 
-def get(conn: sa.Connection, uuid: str) -> sa.RowMapping | None:
+def get(conn: sa.Connection, uuid: str) -> tables.RowMap | None:
     """The consumer row (as ``view_query``) or None."""
     return get_many(conn, [uuid]).get(uuid)
 

@@ -77,7 +77,7 @@ _CLASSES_AND_CURRENT = prepared(sa.union_all(
     .where(_MINE, RC.c.name.not_in(_WANTED))))
 
 
-def get_all(conn: sa.Connection, provider_id: int) -> dict[str, sa.RowMapping]:
+def get_all(conn: sa.Connection, provider_id: int) -> dict[str, tables.RowMap]:
     """{resource class name: inventory row} of one provider."""
     rows = conn.execute(_GET_ALL, {'provider_id': provider_id}).mappings().all()
     return {r['resource_class']: r for r in rows}
@@ -117,7 +117,7 @@ def _values(inv: Inventory) -> dict[str, Any]:
 
 def take_with_current(conn: sa.Connection, uuid: str, generation: int,
                       inventories: Mapping[str, Inventory]
-                      ) -> tuple[dict[str, Any], Sequence[sa.RowMapping]]:
+                      ) -> tuple[dict[str, Any], Sequence[tables.RowMap]]:
     """``providers.take``, and what ``write_all`` compares ``inventories``
     with (PostgreSQL: in the same round trip): (provider, current)."""
     return providers.take_and_read(conn, uuid, generation, _CLASSES_AND_CURRENT,
@@ -126,7 +126,7 @@ def take_with_current(conn: sa.Connection, uuid: str, generation: int,
 
 def write_all(conn: sa.Connection, provider: Mapping[str, Any],
               inventories: Mapping[str, Inventory],
-              current: Iterable[sa.RowMapping] | None = None) -> dict[str, Inventory]:
+              current: Iterable[tables.RowMap] | None = None) -> dict[str, Inventory]:
     """Make ``inventories`` ({rc: fields}) the provider's whole inventory,
     leaving its generation to the caller; returns {rc: row} as stored.
     ``current``: what ``take_with_current`` read, if it did.
@@ -138,7 +138,7 @@ def write_all(conn: sa.Connection, provider: Mapping[str, Any],
         current = conn.execute(_CLASSES_AND_CURRENT, {
             'provider_id': provider['id'], 'names': sorted(inventories)}).mappings()
     class_ids: dict[str, int] = {}
-    present: dict[str, sa.RowMapping] = {}
+    present: dict[str, tables.RowMap] = {}
     for row in current:
         class_ids[row['resource_class']] = row['class_id']
         if row['total'] is not None:   # (a column no inventory leaves NULL)

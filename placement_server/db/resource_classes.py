@@ -13,12 +13,12 @@ from placement_server.db import tables
 RC = tables.resource_classes
 
 
-def list_all(conn: sa.Connection) -> Sequence[sa.RowMapping]:
+def list_all(conn: sa.Connection) -> Sequence[tables.RowMap]:
     return conn.execute(sa.select(RC.c.name, RC.c.created_at, RC.c.updated_at)
                         .order_by(RC.c.id)).mappings().all()
 
 
-def get(conn: sa.Connection, name: str) -> sa.RowMapping:
+def get(conn: sa.Connection, name: str) -> tables.RowMap:
     row = conn.execute(sa.select(RC.c.id, RC.c.name, RC.c.created_at, RC.c.updated_at)
                        .where(RC.c.name == name)).mappings().first()
     if row is None:
@@ -69,7 +69,7 @@ def delete(conn: sa.Connection, name: str) -> None:
     changes.note_names(conn)
 
 
-def rename(conn: sa.Connection, old: str, new: str) -> sa.RowMapping:
+def rename(conn: sa.Connection, old: str, new: str) -> tables.RowMap:
     if old in os_resource_classes.STANDARDS:
         raise errors.BadRequest('Cannot update standard resource class %s' % old)
     row = get(conn, old)

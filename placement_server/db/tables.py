@@ -6,9 +6,14 @@ generations), so that a database migrated from this server holds the same
 facts any placement holds. Queries live next to the handlers' needs in the
 other ``db`` modules; this module only says what is stored.
 """
+from collections.abc import Mapping
 from typing import Any
 
 import sqlalchemy as sa
+
+# A row read by column name (SQLAlchemy's RowMapping): its keys typed Any,
+# so that it is the Mapping[str, ...] its readers take.
+RowMap = Mapping[Any, Any]
 
 metadata = sa.MetaData(naming_convention={
     'ix': 'ix_%(table_name)s_%(column_0_N_name)s',

@@ -20,7 +20,7 @@ RPT = tables.resource_provider_traits
 
 def list_names(conn: sa.Connection, names: Iterable[str] | None = None,
                prefix: str | None = None,
-               associated: bool | None = None) -> Sequence[sa.RowMapping]:
+               associated: bool | None = None) -> Sequence[tables.RowMap]:
     """(name, created_at, updated_at) rows, filtered, ordered by name."""
     query = sa.select(TRAITS.c.name, TRAITS.c.created_at, TRAITS.c.updated_at)
     if names is not None:
@@ -33,14 +33,14 @@ def list_names(conn: sa.Connection, names: Iterable[str] | None = None,
     return conn.execute(query.order_by(TRAITS.c.name)).mappings().all()
 
 
-def get(conn: sa.Connection, name: str) -> sa.RowMapping:
+def get(conn: sa.Connection, name: str) -> tables.RowMap:
     row = conn.execute(sa.select(TRAITS).where(TRAITS.c.name == name)).mappings().first()
     if row is None:
         raise errors.NotFound('No such trait(s): %s.' % name)
     return row
 
 
-def create(conn: sa.Connection, name: str) -> tuple[sa.RowMapping, bool]:
+def create(conn: sa.Connection, name: str) -> tuple[tables.RowMap, bool]:
     """Insert a custom trait; (row, created) where created is False if it
     already existed."""
     try:
@@ -69,7 +69,7 @@ def delete(conn: sa.Connection, name: str) -> None:
         raise errors.Conflict('The trait %s is in use by a resource provider.' % name)
 
 
-def of_provider(conn: sa.Connection, provider_id: int) -> Sequence[sa.RowMapping]:
+def of_provider(conn: sa.Connection, provider_id: int) -> Sequence[tables.RowMap]:
     """The provider's trait rows (name, created_at, updated_at), by name."""
     return conn.execute(
         sa.select(TRAITS.c.name, RPT.c.created_at, RPT.c.updated_at)

@@ -52,7 +52,7 @@ def for_project(conn: sa.Connection, project_id: str,
 
 
 def by_consumer_type(conn: sa.Connection, project_id: str, user_id: str | None = None,
-                     consumer_type: str | None = None) -> dict[str, dict[str, int]]:
+                     consumer_type: str | None = None) -> dict[str, Any]:
     """{type: {class: used, ..., 'consumer_count': n}} (microversion 1.38).
 
     ``consumer_type`` None groups by every type (untyped consumers under
