@@ -11,8 +11,12 @@ user it creates was created meanwhile), so concurrent claims serialize
 instead of failing.
 """
 import collections
+from collections.abc import Collection
+from collections.abc import Mapping
+from collections.abc import Sequence
 import dataclasses
 import logging
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -49,11 +53,11 @@ class ConsumerAllocations:
     the consumer's type.
     """
     consumer_uuid: str
-    allocations: dict
+    allocations: dict[str, dict[str, int]]
     project_id: str
     user_id: str
     generation: object = UNCHECKED
-    consumer_type: str = None
+    consumer_type: str | None = None
 
 
 # The statements of every claim, built once (lists are expanding
@@ -72,11 +76,11 @@ _DELETE = (ALLOC.delete().where(ALLOC.c.consumer_id.in_(sa.bindparam('uuids', ex
            .returning(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id, ALLOC.c.used))
 
 
-def _capacity_statement():
+def _capacity_statement() -> sa.Select[Any]:
     """Inventories of the providers and classes with what is allocated of
     them (parameters rp_ids and rc_ids)."""
-    rp_ids = sa.bindparam('rp_ids', expanding=True)
-    rc_ids = sa.bindparam('rc_ids', expanding=True)
+    rp_ids: sa.BindParameter[Any] = sa.bindparam('rp_ids', expanding=True)
+    rc_ids: sa.BindParameter[Any] = sa.bindparam('rc_ids', expanding=True)
     usage = (sa.select(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id,
                        sa.func.sum(ALLOC.c.used).label('used'))
              .where(ALLOC.c.resource_provider_id.in_(rp_ids),
@@ -94,19 +98,19 @@ def _capacity_statement():
 _CAPACITY = _capacity_statement()
 
 
-def _lock_providers(conn, uuids):
+def _lock_providers(conn: sa.Connection, uuids: Collection[str]) -> dict[str, tables.RowMap]:
     """{uuid: row} of the providers, locked in id order; 400 if one is missing."""
     if not uuids:
         return {}
     rows = conn.execute(_LOCK_PROVIDERS, {'uuids': sorted(uuids)}).mappings().all()
-    found = {r['uuid']: r for r in rows}
+    found: dict[str, tables.RowMap] = {r['uuid']: r for r in rows}
     for uuid in sorted(set(uuids) - set(found)):
         raise errors.BadRequest("Allocation for resource provider '%s' that "
                                 "does not exist." % uuid)
     return found
 
 
-def _check_generation(request, consumer):
+def _check_generation(request: ConsumerAllocations, consumer: Mapping[str, Any] | None) -> None:
     """409 concurrent_update when the client's consumer_generation is stale."""
     want = request.generation
     if want is UNCHECKED:
@@ -118,7 +122,9 @@ def _check_generation(request, consumer):
             % ('null' if have is None else have, 'null' if want is None else want))
 
 
-def _ensure_consumer(conn, request, existing, known):
+def _ensure_consumer(conn: sa.Connection, request: ConsumerAllocations,
+                     existing: tables.RowMap | None,
+                     known: dict[tuple[str, str], int]) -> tuple[Mapping[str, Any], bool]:
     """The consumer row, created (at generation 1) or updated to the
     request's project/user/type; and whether it was created.
 
@@ -136,7 +142,7 @@ def _ensure_consumer(conn, request, existing, known):
     return existing, False
 
 
-def _names_statement():
+def _names_statement() -> sa.CompoundSelect[Any]:
     """Ids of the resource classes, projects, users and consumer types a
     write names, as rows (kind, name, id): one constant statement (lists
     are expanding parameters), so one round trip instead of four."""
@@ -151,7 +157,8 @@ def _names_statement():
 _NAMES = _names_statement()
 
 
-def _known_ids(conn, requests):
+def _known_ids(conn: sa.Connection, requests: Sequence[ConsumerAllocations]
+               ) -> tuple[dict[tuple[str, str], int], set[str]]:
     """{(kind, name): id} of the names the requests use that exist, and
     the resource classes named that do not."""
     wanted = {'resource_class': {rc for r in requests for res in r.allocations.values()
@@ -159,13 +166,15 @@ def _known_ids(conn, requests):
               'project': {r.project_id for r in requests},
               'user': {r.user_id for r in requests},
               'consumer_type': {r.consumer_type for r in requests if r.consumer_type}}
-    known = {(kind, name): id_ for kind, name, id_ in conn.execute(
+    known: dict[tuple[str, str], int] = {(kind, name): id_ for kind, name, id_ in conn.execute(
         _NAMES, {kind: sorted(names) for kind, names in wanted.items()})}
     unknown = {rc for rc in wanted['resource_class'] if ('resource_class', rc) not in known}
     return known, unknown
 
 
-def _check_capacity(conn, claims, provider_rows, class_ids, freed):
+def _check_capacity(conn: sa.Connection, claims: Sequence[tuple[str, str, int]],
+                    provider_rows: Mapping[str, tables.RowMap], class_ids: Mapping[str, int],
+                    freed: Mapping[tuple[int, int], int]) -> None:
     """409 unless every claim fits; one query for all providers and classes.
 
     ``claims`` is [(provider uuid, class, used)], after the consumers' old
@@ -181,7 +190,7 @@ def _check_capacity(conn, claims, provider_rows, class_ids, freed):
     rc_ids = sorted({class_ids[rc] for _, rc, _ in claims})
     rows = conn.execute(_CAPACITY, {'rp_ids': rp_ids, 'rc_ids': rc_ids}).mappings().all()
     inventory = {(r['resource_provider_id'], r['resource_class_id']): r for r in rows}
-    wanted = collections.Counter()
+    wanted: collections.Counter[tuple[int, int]] = collections.Counter()
     for uuid, rc, used in claims:
         key = (provider_rows[uuid]['id'], class_ids[rc])
         inv = inventory.get(key)
@@ -208,7 +217,7 @@ def _check_capacity(conn, claims, provider_rows, class_ids, freed):
                 % (rc, uuid))
 
 
-def write(conn, requests):
+def write(conn: sa.Connection, requests: Sequence[ConsumerAllocations]) -> None:
     """Replace the allocations of every consumer in ``requests`` at once.
 
     Raises 400 (unknown provider or resource class), 409 (capacity,
@@ -240,7 +249,7 @@ def write(conn, requests):
             sa.select(RP.c.uuid).distinct()
             .join(ALLOC, ALLOC.c.resource_provider_id == RP.c.id)
             .where(ALLOC.c.consumer_id.in_(emptied))).scalars())
-    freed = collections.Counter()
+    freed: collections.Counter[tuple[int, int]] = collections.Counter()
     if had_allocations:
         held = conn.execute(_DELETE, {'uuids': had_allocations}).all()
         changes.note(conn, {rp_id for rp_id, _, _ in held})
@@ -271,14 +280,16 @@ def write(conn, requests):
     consumers.delete_if_no_allocations(conn, emptied)
 
 
-def replace_allocations(conn, consumer_uuid, allocations, project_id, user_id,
-                        consumer_generation=UNCHECKED, consumer_type=None):
+def replace_allocations(conn: sa.Connection, consumer_uuid: str,
+                        allocations: dict[str, dict[str, int]], project_id: str,
+                        user_id: str, consumer_generation: object = UNCHECKED,
+                        consumer_type: str | None = None) -> None:
     """One consumer's allocations ({provider uuid: {class: used}}); see ``write``."""
     write(conn, [ConsumerAllocations(consumer_uuid, allocations, project_id, user_id,
                                      consumer_generation, consumer_type)])
 
 
-def write_or_replay(db, requests):
+def write_or_replay(db: api.Database, requests: Sequence[ConsumerAllocations]) -> None:
     """``write`` in its own transaction. A provider generation that moved
     under it (another writer won) or a consumer, project or user created
     meanwhile asks the request's retry policy to run the request again
@@ -291,7 +302,7 @@ def write_or_replay(db, requests):
         raise retry.Replay(e)
 
 
-def delete_for_consumer(conn, consumer_uuid):
+def delete_for_consumer(conn: sa.Connection, consumer_uuid: str) -> None:
     """Remove a consumer's allocations and the consumer; 404 if it has none."""
     consumers.lock(conn, [consumer_uuid])   # the lock order of ``write``
     losing = set(conn.execute(_DELETE, {'uuids': [consumer_uuid]}).scalars())
@@ -301,7 +312,7 @@ def delete_for_consumer(conn, consumer_uuid):
     consumers.delete_if_no_allocations(conn, [consumer_uuid])
 
 
-def get_by_consumer(conn, consumer_uuid):
+def get_by_consumer(conn: sa.Connection, consumer_uuid: str) -> Sequence[tables.RowMap]:
     """The consumer's allocations with their providers' uuid and generation."""
     return conn.execute(
         sa.select(RP.c.uuid.label('resource_provider_uuid'),
@@ -313,7 +324,7 @@ def get_by_consumer(conn, consumer_uuid):
         .where(ALLOC.c.consumer_id == consumer_uuid)).mappings().all()
 
 
-def get_by_provider(conn, provider_id):
+def get_by_provider(conn: sa.Connection, provider_id: int) -> Sequence[tables.RowMap]:
     """The provider's allocations with their consumers' generation."""
     return conn.execute(
         sa.select(ALLOC.c.consumer_id.label('consumer_uuid'),

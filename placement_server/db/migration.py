@@ -6,6 +6,7 @@ standard resource class and trait the installed os-resource-classes and
 os-traits know is in the database. Running it again changes nothing.
 """
 import os
+from typing import Any
 
 from alembic import command
 from alembic import config as alembic_config
@@ -24,48 +25,48 @@ from placement_server.db import takeover
 _HERE = os.path.join(os.path.dirname(__file__), 'migrations')
 
 
-def _config(connection=None):
+def _config(connection: sa.Connection | None = None) -> alembic_config.Config:
     cfg = alembic_config.Config(os.path.join(_HERE, 'alembic.ini'))
     cfg.set_main_option('script_location', _HERE)
     cfg.attributes['connection'] = connection
     return cfg
 
 
-def head():
+def head() -> str | None:
     return _scripts().get_current_head()
 
 
-def _scripts():
+def _scripts() -> alembic_script.ScriptDirectory:
     return alembic_script.ScriptDirectory.from_config(_config())
 
 
-def revisions():
+def revisions() -> set[str]:
     """Every revision of ours this code knows."""
     return {script.revision for script in _scripts().walk_revisions()}
 
 
-def found(db):
+def found(db: api.Database) -> takeover.Schema:
     """The schema revisions the database holds: upstream's and ours."""
     with db.engine.connect() as conn:
         return takeover.found(conn)
 
 
-def current(db):
+def current(db: api.Database) -> str | None:
     """Our schema revision in the database (None: none of ours yet)."""
     return found(db).ours
 
 
-def is_current(db):
+def is_current(db: api.Database) -> bool:
     schema = found(db)
     return schema.ours == head() and schema.upstream in (None, takeover.UPSTREAM_HEAD)
 
 
-def check(db):
+def check(db: api.Database) -> None:
     """UnknownRevision when the database holds a revision this code does not know."""
     takeover.check(found(db), revisions())
 
 
-def stamp(db, revision):
+def stamp(db: api.Database, revision: str) -> None:
     """Record ``revision`` (ours, 'head', or upstream's) without migrating."""
     with db.engine.begin() as conn:
         if revision in takeover.UPSTREAM_REVISIONS:
@@ -78,7 +79,7 @@ def stamp(db, revision):
 
 
 @retry.replaying()
-def _seed(db):
+def _seed(db: api.Database) -> None:
     now = api.utcnow()
     with db.writer() as conn:
         for table, names in ((tables.resource_classes, os_resource_classes.STANDARDS),
@@ -90,7 +91,7 @@ def _seed(db):
                 changes.note_names(conn)
 
 
-def sync(db, conf=None):
+def sync(db: api.Database, conf: Any = None) -> None:
     """Take over an upstream database if it is one, create or upgrade our
     schema, then seed the standard names. UnknownRevision, changing
     nothing, when the database holds a revision this code does not know."""
@@ -105,7 +106,7 @@ def sync(db, conf=None):
     _seed(db)
 
 
-def _defaults():
+def _defaults() -> cfg.ConfigOpts:
     from placement_server import conf as conf_mod
     conf = cfg.ConfigOpts()
     conf_mod.register_opts(conf)

@@ -13,7 +13,10 @@ database of an older upstream revision it does what upstream's later
 revisions do (as facts about the schema, not upstream's code), so that
 the database is at upstream's head and upstream can serve it again.
 """
-import collections
+from collections.abc import Callable
+from collections.abc import Collection
+from typing import Any
+from typing import NamedTuple
 
 from alembic import migration as alembic_migration
 from alembic import operations
@@ -40,24 +43,27 @@ OURS_AT_UPSTREAM_HEAD = '0001'
 # Revisions of ours from before they had their own table.
 _OURS_IN_ALEMBIC_VERSION = ('0001', '0002')
 
-Schema = collections.namedtuple('Schema', 'upstream ours')
+class Schema(NamedTuple):
+    upstream: str | None
+    ours: str | None
 
 
 class UnknownRevision(Exception):
     """The database's schema is neither one of ours nor one of upstream's."""
 
 
-def _revision(conn, table):
+def _revision(conn: sa.Connection, table: str) -> str | None:
     context = alembic_migration.MigrationContext.configure(
         conn, opts={'version_table': table})
     heads = context.get_current_heads()
     return ','.join(heads) if heads else None
 
 
-def found(conn):
+def found(conn: sa.Connection) -> Schema:
     """The schema revisions in the database: upstream's, ours (None: none)."""
     tables = set(sa.inspect(conn).get_table_names())
-    upstream = ours = None
+    upstream: str | None = None
+    ours: str | None = None
     if UPSTREAM_VERSION_TABLE in tables:
         upstream = _revision(conn, UPSTREAM_VERSION_TABLE)
         if upstream in _OURS_IN_ALEMBIC_VERSION:
@@ -67,7 +73,7 @@ def found(conn):
     return Schema(upstream, ours)
 
 
-def check(schema, ours_known):
+def check(schema: Schema, ours_known: Collection[str]) -> None:
     """UnknownRevision unless every revision in ``schema`` is known."""
     if schema.upstream and schema.upstream not in UPSTREAM_REVISIONS:
         raise UnknownRevision(
@@ -78,7 +84,7 @@ def check(schema, ours_known):
                               'placement-server?' % (schema.ours, VERSION_TABLE))
 
 
-def _consumer_types(op):
+def _consumer_types(op: operations.Operations) -> None:
     # Upstream 422ece571366: the consumer_types table, and each consumer's type.
     op.create_table(
         'consumer_types',
@@ -106,12 +112,12 @@ _REDUNDANT_INDEXES = (
 )
 
 
-def _drop_redundant_indexes(op):
+def _drop_redundant_indexes(op: operations.Operations) -> None:
     for table, index in _REDUNDANT_INDEXES:
         op.drop_index(index, table_name=table)
 
 
-def _no_change(op):
+def _no_change(op: operations.Operations) -> None:
     pass
 
 
@@ -124,7 +130,7 @@ _STEPS = ((UPSTREAM_REVISIONS[1], _no_change),
           (UPSTREAM_REVISIONS[4], _drop_redundant_indexes))
 
 
-def adopt(conn, conf, stamp_ours):
+def adopt(conn: sa.Connection, conf: Any, stamp_ours: Callable[[str], object]) -> Schema:
     """Bring an upstream database to upstream's head and mark it as our
     first schema (``stamp_ours(revision)``); move a revision of ours out of
     upstream's table. Returns the Schema found before."""
@@ -149,7 +155,7 @@ def adopt(conn, conf, stamp_ours):
     return schema
 
 
-def stamp_upstream(conn, revision):
+def stamp_upstream(conn: sa.Connection, revision: str) -> None:
     """Record upstream's ``revision`` in its own table, as its ``db stamp`` does."""
     op = operations.Operations(alembic_migration.MigrationContext.configure(conn))
     if UPSTREAM_VERSION_TABLE not in sa.inspect(conn).get_table_names():
@@ -161,7 +167,7 @@ def stamp_upstream(conn, revision):
                  {'rev': revision})
 
 
-def after_upstream(conn):
+def after_upstream(conn: sa.Connection) -> None:
     """What upstream's writes leave for ours: on PostgreSQL, upstream gives
     resource classes their ids itself, so the id sequence lags behind them."""
     if conn.dialect.name == 'postgresql':
