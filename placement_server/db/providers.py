@@ -7,6 +7,11 @@ touch no row and the request fails with placement.concurrent_update
 instead of overwriting.
 """
 import collections
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.sql import visitors
@@ -28,7 +33,8 @@ _GET = prepared(sa.select(RP).where(RP.c.uuid == sa.bindparam('uuid')))
 _GET_FOR_UPDATE = _GET.with_for_update()
 
 
-def get(conn, uuid, for_update=False, lead=None):
+def get(conn: sa.Connection, uuid: str, for_update: bool = False,
+        lead: str | None = None) -> tables.RowMap:
     """The provider row (id, uuid, name, generation, parent/root ids) or 404.
 
     ``lead`` (with ``%s`` for the uuid) goes before the 404's message: some
@@ -77,7 +83,7 @@ _TAKE_RETURNING = prepared(_TAKE.returning(RP.c.id))
 _TAKE_MYSQL = _TAKE.values(id=sa.func.last_insert_id(RP.c.id))
 
 
-def _check_range(conn, uuid, expected, conflict):
+def _check_range(conn: sa.Connection, uuid: str, expected: int, conflict: str) -> None:
     if not 0 <= expected < 2 ** 31 - 1:
         # No provider has such a generation (the column is 32-bit): a
         # conflict, not a database overflow error; a missing provider is
@@ -86,7 +92,8 @@ def _check_range(conn, uuid, expected, conflict):
             expected=expected, actual=get(conn, uuid)['generation']))
 
 
-def take(conn, uuid, expected, conflict=CONFLICT):
+def take(conn: sa.Connection, uuid: str, expected: int,
+         conflict: str = CONFLICT) -> dict[str, Any]:
     """The first statement of a write that always bumps the generation:
     generation += 1 on the provider ``uuid`` if it is at ``expected``.
 
@@ -110,16 +117,17 @@ def take(conn, uuid, expected, conflict=CONFLICT):
     return {'id': provider_id, 'uuid': uuid, 'generation': expected + 1}
 
 
-def _swapped(read, provider_id):
+def _swapped(read: visitors.ExternallyTraversible, provider_id: Any) -> Any:
     """``read`` with ``provider_id`` for its ``provider_id`` parameter."""
-    def swap(element):
+    def swap(element: Any, **_kw: Any) -> Any:
         if isinstance(element, sa.BindParameter) and element.key == 'provider_id':
             return provider_id
         return None
-    return visitors.replacement_traverse(read, {}, swap)
+    opts: dict[str, Any] = {}
+    return visitors.replacement_traverse(read, opts, swap)
 
 
-def _taken_and_read(read):
+def _taken_and_read(read: sa.Select[Any]) -> sa.Select[Any]:
     """PostgreSQL: ``take``'s UPDATE as a CTE and ``read`` joined to it
     laterally, for the row taken: one statement, no row at all when
     nothing was taken. (The read sees the tables as they were before the
@@ -130,7 +138,7 @@ def _taken_and_read(read):
                     .select_from(taken.outerjoin(rows, sa.true())))
 
 
-def _read_after_take(read):
+def _read_after_take(read: Any) -> sa.CompoundSelect[Any]:
     """MySQL: ``read`` for the provider the statement before took (its id
     is LAST_INSERT_ID(), see ``_TAKE_MYSQL``), after one row saying
     whether it took one (ROW_COUNT()) and which, NULLs for the read's
@@ -138,7 +146,8 @@ def _read_after_take(read):
     (A UNION of the row and the read, not a join of the two: MariaDB
     materialises a derived table, a tenth of the statement's cost.)"""
     swapped = _swapped(read, sa.func.last_insert_id())
-    parts = swapped.selects if isinstance(swapped, sa.CompoundSelect) else [swapped]
+    parts: list[Any] = (list(swapped.selects) if isinstance(swapped, sa.CompoundSelect)
+                        else [swapped])
     taken = sa.select(*[sa.null().label(c.key) for c in read.selected_columns],
                       sa.func.row_count().label('taken'),
                       sa.func.last_insert_id().label('taken_id'))
@@ -146,11 +155,13 @@ def _read_after_take(read):
             .execution_options(**{api.RIDES_PENDING: True}))
 
 
-_TAKEN_AND_READ: dict = {}
-_TAKE_TEXT: dict = {}
+_TAKEN_AND_READ: dict[tuple[str, Any], Any] = {}
+_TAKE_TEXT: dict[str, Any] = {}
 
 
-def take_and_read(conn, uuid, expected, read, params, conflict=CONFLICT):
+def take_and_read(conn: sa.Connection, uuid: str, expected: int, read: Any,
+                  params: Mapping[str, Any], conflict: str = CONFLICT
+                  ) -> tuple[dict[str, Any], Sequence[tables.RowMap]]:
     """``take``, and ``read`` (a SELECT whose ``provider_id`` parameter is
     the provider's id, whose first column is never NULL) for the provider
     taken, with ``params``: (the provider as ``take`` gives it, the read's
@@ -190,7 +201,7 @@ def take_and_read(conn, uuid, expected, read, params, conflict=CONFLICT):
             [row for row in rows if row[first] is not None])
 
 
-def increment_generation(conn, provider_id, expected):
+def increment_generation(conn: sa.Connection, provider_id: int, expected: int) -> int:
     """generation += 1 if it is still ``expected``; else 409 concurrent_update.
 
     Returns the new generation.
@@ -208,7 +219,7 @@ def increment_generation(conn, provider_id, expected):
     return expected + 1
 
 
-def bump_locked(conn, rows):
+def bump_locked(conn: sa.Connection, rows: Iterable[Mapping[str, Any]]) -> None:
     """generation += 1 on providers this transaction holds locked
     (``get(..., for_update=True)``; rows with their id and generation).
 
@@ -230,12 +241,12 @@ def bump_locked(conn, rows):
         {'now': api.utcnow()}))
 
 
-def _links_query(column, key):
+def _links_query(column: sa.Column[Any], key: sa.Column[Any]) -> Any:
     """One statement for ``replace_links``: (key, id, linked) for each wanted
     key that exists, and for each key linked but not wanted."""
     link, names = column.table, key.table
     mine = link.c.resource_provider_id == sa.bindparam('provider_id')
-    wanted = sa.bindparam('wanted', expanding=True)
+    wanted: sa.BindParameter[Any] = sa.bindparam('wanted', expanding=True)
     return prepared(sa.union_all(
         sa.select(key.label('key'), names.c.id.label('id'),
                   sa.exists().where(mine, column == names.c.id)
@@ -245,17 +256,22 @@ def _links_query(column, key):
         .join(link, column == names.c.id).where(mine, key.not_in(wanted))))
 
 
-_LINKS: dict = {}
+_LINKS: dict[sa.Column[Any], Any] = {}
 
 
-def _links(column, key):
+def _links(column: sa.Column[Any], key: sa.Column[Any]) -> Any:
     query = _LINKS.get(column)
     if query is None:
         query = _LINKS[column] = _links_query(column, key)
     return query
 
 
-def replace_links(conn, column, key, provider_id, wanted, unknown):
+# What a link write calls for wanted keys not stored yet: {key: id} (or raises).
+Unknown = Callable[[set[str]], Mapping[str, int]]
+
+
+def replace_links(conn: sa.Connection, column: sa.Column[Any], key: sa.Column[Any],
+                  provider_id: int, wanted: set[str], unknown: Unknown) -> bool:
     """Make the provider's rows in ``column``'s table (the provider-trait or
     provider-aggregate links) name exactly the ``wanted`` keys (trait
     names, aggregate uuids: ``key`` is that column of the named table).
@@ -266,8 +282,10 @@ def replace_links(conn, column, key, provider_id, wanted, unknown):
     return _replace_links(conn, column, provider_id, wanted, unknown, rows)
 
 
-def take_and_replace_links(conn, uuid, expected, column, key, wanted, unknown,
-                           conflict=CONFLICT):
+def take_and_replace_links(conn: sa.Connection, uuid: str, expected: int,
+                           column: sa.Column[Any], key: sa.Column[Any], wanted: set[str],
+                           unknown: Unknown,
+                           conflict: str = CONFLICT) -> tuple[dict[str, Any], bool]:
     """``take`` and ``replace_links`` (PostgreSQL: the take and the read in
     one round trip); returns (the provider as ``take`` gives it, whether
     the links changed)."""
@@ -276,8 +294,10 @@ def take_and_replace_links(conn, uuid, expected, column, key, wanted, unknown,
     return provider, _replace_links(conn, column, provider['id'], wanted, unknown, rows)
 
 
-def _replace_links(conn, column, provider_id, wanted, unknown, rows):
-    ids, have = {}, set()
+def _replace_links(conn: sa.Connection, column: sa.Column[Any], provider_id: int,
+                   wanted: set[str], unknown: Unknown, rows: Iterable[tables.RowMap]) -> bool:
+    ids: dict[str, int] = {}
+    have: set[int] = set()
     for row in rows:
         if row['key'] in wanted:
             ids[row['key']] = row['id']
@@ -306,7 +326,7 @@ _PARENT = RP.alias('parent')
 _ROOT = RP.alias('root')
 
 
-def view_query():
+def view_query() -> sa.Select[Any]:
     """SELECT of what the API shows of a provider: its row plus the uuids
     of its parent and root (one query, two self-joins)."""
     return (sa.select(RP.c.id, RP.c.uuid, RP.c.name, RP.c.generation,
@@ -317,7 +337,7 @@ def view_query():
                          .outerjoin(_ROOT, RP.c.root_provider_id == _ROOT.c.id)))
 
 
-def get_view(conn, uuid):
+def get_view(conn: sa.Connection, uuid: str) -> Any:
     """The provider as the API shows it (a Row: attribute access), or 404."""
     row = conn.execute(view_query().where(RP.c.uuid == uuid)).first()
     if row is None:
@@ -331,11 +351,11 @@ class Refused(errors.BadRequest):
     which provider; the detail is worded as upstream's, which operators and
     upstream's tests match on."""
 
-    def __init__(self, action, reason):
+    def __init__(self, action: str, reason: str) -> None:
         super().__init__('Object action %s failed because: %s' % (action, reason))
 
 
-def _parent_row(conn, parent_uuid, action):
+def _parent_row(conn: sa.Connection, parent_uuid: str, action: str) -> tables.RowMap:
     # Locked: a concurrent delete of the parent, or a concurrent move that
     # would close a loop, waits for this transaction (or it for them).
     row = conn.execute(sa.select(RP).where(RP.c.uuid == parent_uuid)
@@ -345,7 +365,7 @@ def _parent_row(conn, parent_uuid, action):
     return row
 
 
-def _name_conflict(name):
+def _name_conflict(name: str) -> errors.Conflict:
     return errors.Conflict('Conflicting resource provider name: %s already exists.'
                            % name, code=errors.DUPLICATE_NAME)
 
@@ -355,7 +375,7 @@ ViewRow = collections.namedtuple('ViewRow', 'id uuid name generation created_at 
                                             'parent_provider_uuid root_provider_uuid')
 
 
-def clash_error(conn, uuid, name):
+def clash_error(conn: sa.Connection, uuid: str, name: str) -> errors.Conflict:
     """The 409 placement.duplicate_name for a create that broke a unique
     constraint; the detail says whether the uuid or the name is taken, as
     clients tell the two apart by it."""
@@ -370,7 +390,7 @@ _LAST_ID = {'postgresql': 'lastval()', 'mysql': 'LAST_INSERT_ID()',
             'sqlite': 'last_insert_rowid()'}
 
 
-def create(conn, uuid, name, parent_uuid=None):
+def create(conn: sa.Connection, uuid: str, name: str, parent_uuid: str | None = None) -> Any:
     """Insert a provider (a root, or a child of ``parent_uuid``); its row as
     ``get_view`` reads it, without the id for a new root.
 
@@ -394,22 +414,25 @@ def create(conn, uuid, name, parent_uuid=None):
         changes.note_created(conn, uuid)
         return ViewRow(None, uuid, name, 0, now, None, None, uuid)
     parent = _parent_row(conn, parent_uuid, 'create')
-    provider_id = conn.execute(_INSERT, {
+    key = conn.execute(_INSERT, {
         'uuid': uuid, 'name': name, 'generation': 0, 'created_at': now,
         'parent_provider_id': parent['id'], 'root_provider_id': parent['root_provider_id'],
-    }).inserted_primary_key[0]
+    }).inserted_primary_key
+    assert key is not None
+    provider_id = key[0]
     changes.note(conn, [provider_id])
     return get_view(conn, uuid)
 
 
-def _subtree_ids(conn, row):
+def _subtree_ids(conn: sa.Connection, row: Mapping[str, Any]) -> set[int]:
     """Ids of ``row`` and every provider below it (one query for the tree)."""
-    children = {}
+    children: dict[int | None, list[int]] = {}
     for pid, parent_id in conn.execute(
             sa.select(RP.c.id, RP.c.parent_provider_id)
             .where(RP.c.root_provider_id == row['root_provider_id'])):
         children.setdefault(parent_id, []).append(pid)
-    found, todo = set(), [row['id']]
+    found: set[int] = set()
+    todo = [row['id']]
     while todo:
         pid = todo.pop()
         found.add(pid)
@@ -420,7 +443,8 @@ def _subtree_ids(conn, row):
 UNSET = object()
 
 
-def update(conn, uuid, name, parent_uuid=UNSET, allow_reparent=False):
+def update(conn: sa.Connection, uuid: str, name: str, parent_uuid: Any = UNSET,
+           allow_reparent: bool = False) -> None:
     """Rename and (re)parent a provider.
 
     Before 1.37 (``allow_reparent`` False) a parent can be set once, on a
@@ -428,7 +452,7 @@ def update(conn, uuid, name, parent_uuid=UNSET, allow_reparent=False):
     itself. Moving a provider moves its whole subtree to the new root.
     """
     row = get(conn, uuid, for_update=True)
-    values = {'name': name, 'updated_at': api.utcnow()}
+    values: dict[str, Any] = {'name': name, 'updated_at': api.utcnow()}
     changes.note(conn, [row['id']])
     if parent_uuid is not UNSET:
         current = row['parent_provider_id']
@@ -456,7 +480,7 @@ def update(conn, uuid, name, parent_uuid=UNSET, allow_reparent=False):
         raise _name_conflict(name)
 
 
-def delete(conn, uuid):
+def delete(conn: sa.Connection, uuid: str) -> None:
     """Delete a childless provider without allocations, and what it owns
     (inventories, trait and aggregate associations)."""
     row = get(conn, uuid, for_update=True)

@@ -59,13 +59,13 @@ def delete(conn: sa.Connection, name: str) -> None:
     row = get(conn, name)
     in_use = conn.execute(
         sa.select(sa.literal(1)).where(sa.or_(
-            sa.exists().where(tables.inventories.c.resource_class_id == row.id),
-            sa.exists().where(tables.allocations.c.resource_class_id == row.id)))
+            sa.exists().where(tables.inventories.c.resource_class_id == row['id']),
+            sa.exists().where(tables.allocations.c.resource_class_id == row['id'])))
     ).first()
     if in_use:
         raise errors.Conflict('Error in delete resource class: Cannot delete '
                               'resource class %s. Class is in use in inventory.' % name)
-    conn.execute(RC.delete().where(RC.c.id == row.id))
+    conn.execute(RC.delete().where(RC.c.id == row['id']))
     changes.note_names(conn)
 
 
@@ -75,7 +75,7 @@ def rename(conn: sa.Connection, old: str, new: str) -> tables.RowMap:
     row = get(conn, old)
     try:
         with conn.begin_nested():
-            conn.execute(RC.update().where(RC.c.id == row.id)
+            conn.execute(RC.update().where(RC.c.id == row['id'])
                          .values(name=new, updated_at=api.utcnow()))
         changes.note_names(conn)
     except api.CONSTRAINT_VIOLATION:
