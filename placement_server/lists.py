@@ -13,7 +13,6 @@ it depends on nothing but the view's providers and names.
 import dataclasses
 import datetime
 import json
-from typing import NamedTuple
 
 import sqlalchemy as sa
 import webob.multidict
@@ -38,13 +37,10 @@ class ListRequest:
     uuid: str | None = None
 
 
-class Listed(NamedTuple):
-    """A provider as the list shows it."""
-    uuid: str
-    name: str
-    generation: int
-    parent_uuid: str | None
-    root_uuid: str | None
+# A provider as the list shows it: (uuid, name, generation, parent's uuid,
+# root's uuid). A plain tuple: a NamedTuple costs ten times as much to
+# make, 2 ms more for a list of 3000.
+Listed = tuple[str, str, int, str | None, str | None]
 
 
 def parse(params: webob.multidict.MultiDict, version: microversion.Version
@@ -92,10 +88,10 @@ def _answer(view: view_mod.ResourceView, request: ListRequest, base: str
             ) -> tuple[bytes, datetime.datetime | None]:
     found = _selected(view, request)
     rows, details = view.rows, view.details
-    listed = [Listed(row.uuid, details[rp][0], row.generation,
-                     None if row.parent is None else rows[row.parent].uuid,
-                     rows[row.root].uuid)
-              for rp in found for row in (rows[rp],)]
+    listed: list[Listed] = [
+        (row.uuid, details[rp][0], row.generation,
+         None if row.parent is None else rows[row.parent].uuid, rows[row.root].uuid)
+        for rp in found for row in (rows[rp],)]
     return body(request.version, base, listed), view.last_modified(found)
 
 
@@ -156,11 +152,12 @@ def body(version: microversion.Version, base: str, providers: list[Listed]) -> b
     pieces.append(after[:-1] + '],"name":')
     nested = version >= (1, 14)
 
-    def one(rp: Listed) -> str:
-        head = rp.uuid.join(pieces) + quoted(rp.name)
+    def one(provider: Listed) -> str:
+        uuid, name, generation, parent, root = provider
+        head = uuid.join(pieces) + quoted(name)
         if nested:
             return '%s,"generation":%d,"parent_provider_uuid":%s,"root_provider_uuid":%s}' % (
-                head, rp.generation, 'null' if rp.parent_uuid is None else quoted(rp.parent_uuid),
-                'null' if rp.root_uuid is None else quoted(rp.root_uuid))
-        return '%s,"generation":%d}' % (head, rp.generation)
+                head, generation, 'null' if parent is None else quoted(parent),
+                'null' if root is None else quoted(root))
+        return '%s,"generation":%d}' % (head, generation)
     return ('{"resource_providers":[' + ','.join(map(one, providers)) + ']}').encode()

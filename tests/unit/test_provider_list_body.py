@@ -25,7 +25,7 @@ def test_the_list_body_is_the_rendered_providers(version, rows, mount):
     req = types.SimpleNamespace(version=version, environ={'SCRIPT_NAME': mount})
     render = resource_provider.renderer(req)
     body = lists.body(version, mount + '/resource_providers/',
-                      [lists.Listed(r[1], r[2], r[3], r[6], r[7]) for r in rows])
+                      [(r[1], r[2], r[3], r[6], r[7]) for r in rows])
     assert json.loads(body) == {'resource_providers': [render(r) for r in rows]}
     if rows:
         assert render(rows[0])['links'][0]['href'] == mount + '/resource_providers/' + rows[0][1]
