@@ -1,5 +1,5 @@
 """PostgreSQL write transactions: BEGIN rides on the first statement and
-COMMIT on the change record (``db.api._folded_transaction``), and every
+COMMIT on the change record (``db.dialects.PostgreSQL``), and every
 way out of a write leaves the pooled connection outside a transaction."""
 import re
 

@@ -1,6 +1,6 @@
 """MySQL/MariaDB write transactions (PyMySQL): the rows a write inserts
 last, its change record and its COMMIT go in one round trip
-(``db.api._send_pending_with_the_record``), the errors of the record's
+(``db.dialects.MySQL``), the errors of the record's
 later statements are the write's own, and a failed write leaves nothing."""
 from oslo_db import exception as db_exc
 import pymysql.cursors
