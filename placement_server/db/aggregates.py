@@ -31,7 +31,7 @@ def ensure(conn: sa.Connection, uuids: Iterable[str]) -> dict[str, int]:
     if not wanted:
         return {}
     query = sa.select(AGG.c.uuid, AGG.c.id).where(AGG.c.uuid.in_(sorted(wanted)))
-    found: dict[str, int] = dict(conn.execute(query).tuples().all())
+    found: dict[str, int] = dict(conn.execute(query).all())
     for uuid in sorted(wanted - set(found)):
         try:
             # A concurrent writer may create the same aggregate: that is fine.
@@ -40,7 +40,7 @@ def ensure(conn: sa.Connection, uuids: Iterable[str]) -> dict[str, int]:
         except api.CONSTRAINT_VIOLATION:
             pass
     if len(found) < len(wanted):
-        found = dict(conn.execute(query).tuples().all())
+        found = dict(conn.execute(query).all())
     return found
 
 

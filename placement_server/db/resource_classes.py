@@ -34,7 +34,7 @@ def ids_by_name(conn: sa.Connection, names: Iterable[str]) -> dict[str, int]:
     wanted = set(names)
     if not wanted:
         return {}
-    found: dict[str, int] = dict(conn.execute(_IDS, {'names': sorted(wanted)}).tuples().all())
+    found: dict[str, int] = dict(conn.execute(_IDS, {'names': sorted(wanted)}).all())
     unknown = wanted - set(found)
     if unknown:
         raise errors.ResourceClassNotFound('No such resource class %s.' % min(unknown))
