@@ -85,12 +85,3 @@ def test_a_writes_state_is_its_own_and_gone_with_it(database):
         assert write_mod.Write.of(conn) is not write
         assert write_mod.Write.of(conn).changed == set()
 
-
-def test_the_write_object_refuses_a_savepoint_after_queued_statements():
-    write = write_mod.Write(True, changes.record_returning, begin=True)
-    write.check_savepoint()   # only BEGIN waits: fine
-    write.send_later('UPDATE t SET x = 1')
-    with pytest.raises(RuntimeError, match='no savepoint may follow'):
-        write.check_savepoint()
-    assert write.take_pending() == 'BEGIN;UPDATE t SET x = 1;'
-    write.check_savepoint()
