@@ -102,7 +102,10 @@ placement_opts: list[cfg.Opt] = [
                     'written before microversion 1.8 without a user.'),
     cfg.IntOpt('allocation_conflict_retry_count', default=10, min=1,
                help='How many times an allocation write is replayed when a '
-                    'concurrent writer changed one of its providers first.'),
+                    'concurrent writer changed one of its providers first. '
+                    'Also the bound on all replays of one write request '
+                    '(deadlocks and certification failures included) when '
+                    'above 10.'),
 ]
 
 

@@ -21,6 +21,7 @@ import random
 
 import sqlalchemy as sa
 
+from placement_server import filters
 from placement_server import view as view_mod
 from placement_server.candidates import assign
 from placement_server.candidates import combine
@@ -58,34 +59,6 @@ def paused_gc() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
-
-
-class _NoMatch(Exception):
-    """Some group cannot be satisfied at all: the answer is empty."""
-
-
-def _group_query(view: view_mod.ResourceView, group: request_mod.RequestGroup,
-                 rc_ids: dict[str, int], trait_ids: dict[str, int],
-                 agg_ids: dict[str, int]) -> search.GroupQuery:
-    member_of = []
-    for any_of in group.member_of:
-        ids = {agg_ids[u] for u in any_of if u in agg_ids}
-        if not ids:
-            raise _NoMatch()
-        member_of.append(ids)
-    tree_root = None
-    if group.in_tree:
-        tree_root = search.root_of_uuid(view, group.in_tree)
-        if tree_root is None:
-            raise _NoMatch()
-    return search.GroupQuery(
-        suffix=group.suffix, granular=group.granular,
-        resources={rc_ids[n]: a for n, a in group.resources.items()},
-        required=[frozenset(trait_ids[t] for t in any_of) for any_of in group.required],
-        forbidden={trait_ids[t] for t in group.forbidden},
-        member_of=member_of,
-        forbidden_aggs={agg_ids[u] for u in group.forbidden_aggs if u in agg_ids},
-        tree_root=tree_root)
 
 
 def _asks(query: search.GroupQuery) -> Hashable:
@@ -242,11 +215,10 @@ def _find(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
          for u in s})
     if any(a > MAX_AMOUNT for g in request.groups.values() for a in g.resources.values()):
         return EMPTY
-    try:
-        queries = [_group_query(view, g, names.classes, names.traits, names.aggregates)
-                   for g in request.groups.values()]
-    except _NoMatch:
-        return EMPTY
+    found = [filters.group_query(view, g) for g in request.groups.values()]
+    queries = [q for q in found if q is not None]
+    if len(queries) < len(found):
+        return EMPTY   # some group can match nothing
     class_names = {v: k for k, v in names.classes.items()}
     lone = queries[0] if len(queries) == 1 else None
     if not (lone is not None and lone.resources and (lone.granular or not _spread_needed(names))

@@ -6,7 +6,7 @@ every resource class of the provider (not only the requested ones) at
 1.27, and parent/root provider uuids at 1.29.
 
 The body is written as JSON text, as the provider list is
-(``handlers.resource_provider.list_body``): an answer holds thousands of
+(``lists.body``): an answer holds thousands of
 small objects, many of them alike -- the same amounts asked of a provider
 by many candidates -- and each distinct one is written once and joined,
 where building dicts for an encoder cost more than the search. Provider
