@@ -281,6 +281,7 @@ class ResourceView:
         change to a provider, or to the names of classes and traits,
         makes the next request compute it again."""
         entry = self._kept.pop(key, None)
+        answer: tuple[bytes, Any]
         if entry is not None and entry[0] == self.version:
             answer = entry[1]
         else:

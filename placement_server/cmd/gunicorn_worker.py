@@ -38,7 +38,8 @@ class Worker(gthread.ThreadWorker):
 
     def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
         if not isinstance(exc, http_errors.ParseException) or isinstance(exc, _NOT_400):
-            return super().handle_error(req, client, addr, exc)
+            super().handle_error(req, client, addr, exc)
+            return
         self.log.warning('Invalid request from ip=%s: %s', (addr or ('',))[0], exc)
         try:
             client.sendall(error_document(exc))

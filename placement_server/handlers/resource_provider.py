@@ -43,7 +43,8 @@ def renderer(req: util.Request) -> Callable[[Sequence[Any]], dict[str, Any]]:
 
 
 def _modified(row: Any) -> datetime.datetime:
-    return row.updated_at or row.created_at
+    modified: datetime.datetime = row.updated_at or row.created_at
+    return modified
 
 
 def _create(database: api.Database, uuid: str, name: str, parent_uuid: str | None
