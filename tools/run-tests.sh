@@ -8,7 +8,8 @@
 #   tools/run-tests.sh --quick    lint, types, unit, functional and property
 #                                 tests on SQLite: no database server,
 #                                 RabbitMQ or side virtualenv needed
-#   tools/run-tests.sh --reference  the slow tier: nova's test_servers and
+#   tools/run-tests.sh --reference  the slow tier: the rest of nova's
+#                                 placement-facing tests, test_servers and
 #                                 regressions/ with our server behind
 #                                 upstream's PlacementFixture, beside upstream
 #                                 (tests/integration/test_client_suites.py)

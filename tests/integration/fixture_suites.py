@@ -11,6 +11,7 @@ with ``PLACEMENT_FIXTURE_APP=ours`` the process starts with
 for our application (``behind_fixture/ours_behind_fixture.py``), and
 without it the same command tests upstream's application.
 """
+import concurrent.futures
 import json
 import os
 import subprocess
@@ -136,6 +137,18 @@ def run(suite, app, workdir, filters=(), concurrency=2, timeout=1800):
     found['apps'] = [line.split()[0] for line in made if line]
     found['output'] = proc.stderr.decode(errors='replace')[-3000:]
     return found
+
+
+def run_beside(suite, workdir, filters=(), concurrency=1, timeout=1800):
+    """The same tests with ours and with upstream's application, both runs
+    at once (each with ``concurrency`` workers), so neither waits for the
+    other's slowest tests: {'ours': found, 'upstream': found} (see run)."""
+    prepare(suite)  # once, before two threads would both install ours
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        runs = {app: pool.submit(run, suite, app, os.path.join(workdir, app), filters,
+                                 concurrency, timeout)
+                for app in ('ours', 'upstream')}
+        return {app: future.result() for app, future in runs.items()}
 
 
 def summary(found):
