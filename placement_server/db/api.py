@@ -231,6 +231,7 @@ class _Plain:
     driver): BEGIN, its statements, the change record, COMMIT."""
 
     folded = False
+    record_commits = False   # the change record carries the COMMIT
 
     def __init__(self, recorder: write_mod.Recorder) -> None:
         self.recorder = recorder
@@ -245,7 +246,7 @@ class _Plain:
             yield
             write.controlling = True
             # last, so the change counter is held only for the commit
-            changes.record(conn)
+            changes.record(conn, commit=self.record_commits)
 
 
 class _FoldedRecord(_Plain):
@@ -253,14 +254,7 @@ class _FoldedRecord(_Plain):
     record and its COMMIT in one round trip (``dialects.MySQL``)."""
 
     folded = True
-
-    @contextlib.contextmanager
-    def writing(self, conn: sa.Connection, write: write_mod.Write) -> Iterator[None]:
-        with conn.begin():
-            write.controlling = False
-            yield
-            write.controlling = True
-            changes.record(conn, commit=True)
+    record_commits = True
 
 
 class _FoldedTransaction(_Plain):
