@@ -30,6 +30,16 @@ def pytest_configure(config):
     config.addinivalue_line(
         'markers', 'reference: slow runs of upstream clients\' suites; only in '
         'tools/run-tests.sh --reference')
+    config.addinivalue_line(
+        'markers', 'first: a long test, collected first so the other tests run '
+        'beside it rather than after it')
+
+
+def pytest_collection_modifyitems(items):
+    # xdist hands each worker a contiguous slice of the collection at the
+    # start: a long test at the front is begun at once, and the worker
+    # holding it gets the rest of its slice when it ends
+    items.sort(key=lambda item: item.get_closest_marker('first') is None)
 
 
 # What tests record (record_property) and the section printing it at the end.

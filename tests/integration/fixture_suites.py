@@ -14,6 +14,7 @@ without it the same command tests upstream's application.
 import concurrent.futures
 import json
 import os
+import signal
 import subprocess
 
 from tests import upstream
@@ -109,7 +110,8 @@ def run(suite, app, workdir, filters=(), concurrency=2, timeout=1800):
     """Run the suite with ``app`` ('ours' or 'upstream') behind the fixture:
     {'results': {test id: status}, 'failures': {test id: traceback},
     'apps': which application ('ours', 'upstream') each fixture got,
-    'output': the runner's stderr's end}."""
+    'output': the runner's stderr's end, 'hung': whether the run was
+    stopped at ``timeout`` (the tests finished by then are in 'results')}."""
     venv = prepare(suite)
     python = os.path.join(venv, 'bin', 'python')
     top = site_packages(venv, suite['package'])
@@ -122,12 +124,22 @@ def run(suite, app, workdir, filters=(), concurrency=2, timeout=1800):
                              PATH=os.path.join(venv, 'bin') + os.pathsep + os.environ['PATH'])
     env['PLACEMENT_FIXTURE_APP'] = app
     stream = os.path.join(workdir, 'results.subunit')
-    with open(stream, 'wb') as out:
-        proc = subprocess.run(
+    with open(stream, 'wb') as out, open(os.path.join(workdir, 'stderr'), 'w+b') as err:
+        # stestr's own session, so a hang ends with every worker it started
+        proc = subprocess.Popen(
             [python, '-m', 'stestr', '--test-path', os.path.join(top, suite['test_path']),
              '--top-dir', top, 'run', '--subunit', '--concurrency', str(concurrency)]
             + list(filters),
-            cwd=workdir, env=env, stdout=out, stderr=subprocess.PIPE, timeout=timeout)
+            cwd=workdir, env=env, stdout=out, stderr=err, start_new_session=True)
+        try:
+            proc.wait(timeout)
+            hung = False
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            hung = True
+        err.seek(0)
+        output = err.read().decode(errors='replace')[-3000:]
     with open(stream, 'rb') as raw:
         parsed = subprocess.run([python, os.path.join(BEHIND_FIXTURE, 'subunit_results.py')],
                                 stdin=raw, capture_output=True, check=True, env=env,
@@ -135,7 +147,8 @@ def run(suite, app, workdir, filters=(), concurrency=2, timeout=1800):
     found = json.loads(parsed.stdout)
     made = (upstream._read(log) or '').split('\n')
     found['apps'] = [line.split()[0] for line in made if line]
-    found['output'] = proc.stderr.decode(errors='replace')[-3000:]
+    found['output'] = output
+    found['hung'] = hung
     return found
 
 
