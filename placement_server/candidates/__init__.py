@@ -16,6 +16,7 @@ from collections.abc import Hashable
 from collections.abc import Iterator
 import contextlib
 import dataclasses
+import functools
 import gc
 import random
 
@@ -207,7 +208,7 @@ def find(conn: sa.Connection, request: request_mod.CandidateRequest, randomize: 
 def _find(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
           randomize: bool, max_candidates: int, key: Hashable, strategy: str,
           budget: assign.Budget) -> Result:
-    if search.emptied_early(view, request):
+    if search.emptied_early(view, request, functools.partial(_finds_nothing, view, request)):
         return EMPTY
     names = search.resolve(
         view, request.all_classes(), request.all_traits(),
@@ -257,6 +258,25 @@ def _find(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
     if request.limit:
         candidates = candidates[:request.limit]
     return _with_summaries(view, request, candidates, class_names)
+
+
+def _finds_nothing(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
+                   group: request_mod.RequestGroup) -> bool:
+    """Whether ``group`` alone has no candidate under any root the
+    request's root filters let through."""
+    query = filters.group_query(view, group)
+    if query is None:
+        return True
+    traits = set(group.forbidden).union(*group.required)
+    names = search.resolve(view, set(group.resources), traits,
+                           {u for any_of in group.member_of + [group.forbidden_aggs]
+                            for u in any_of})
+    anchors: Collection[int] = _Search(view, request, [query], names).options(query).keys()
+    if request.root_required or request.root_forbidden:
+        anchors = search.matching_roots(
+            view, anchors, {view.trait_ids[t] for t in request.root_required},
+            {view.trait_ids[t] for t in request.root_forbidden})
+    return not anchors
 
 
 # Requests whose searches a worker keeps per tree, and candidates found by

@@ -12,13 +12,16 @@ in is the candidates' own (``emptied_early``). ``GroupQuery``, ``fits``
 and ``root_of_uuid`` are also found here, where candidates and
 ``capacity.explain`` ask for them.
 """
+from collections.abc import Callable
 from collections.abc import Collection
 from collections.abc import Iterable
 import dataclasses
 
+from placement_server import errors
 from placement_server.candidates.combine import Capacity
 from placement_server.candidates.request import CandidateRequest
 from placement_server.filters import GroupQuery as GroupQuery
+from placement_server.filters import RequestGroup
 from placement_server.filters import fits as fits
 from placement_server.filters import known_classes
 from placement_server.filters import known_traits
@@ -38,25 +41,37 @@ class Names:
     trees: bool                     # whether any tree has more than one provider
 
 
-def emptied_early(view: ResourceView, request: CandidateRequest) -> bool:
+def emptied_early(view: ResourceView, request: CandidateRequest,
+                  finds_nothing: Callable[[RequestGroup], bool]) -> bool:
     """Whether a filter empties the answer before a later name is judged.
 
     Names are judged in upstream's order, and its search ends at the first
     filter that leaves nothing: the root's traits, then group by group its
     classes, its aggregates (none known: no answer, whatever follows), its
-    traits and its tree. An unknown name before that point is a 400; one
-    after it is never looked at."""
+    traits and its tree, then that group's own search (``finds_nothing``:
+    a group alone with no candidate ends the search). An unknown name
+    before that point is a 400; one after it is never looked at. A group's
+    own search is run here only when a later group names something
+    unknown: otherwise the whole search finds the same emptiness."""
     known_traits(view, request.root_required)
     known_traits(view, request.root_forbidden)
+    judged: list[RequestGroup] = []
     for group in request.groups.values():
-        known_classes(view, sorted(group.resources))
-        if any(not any(u in view.aggregate_ids for u in any_of) for any_of in group.member_of):
-            return True
-        for any_of in group.required:
-            known_traits(view, any_of)
-        known_traits(view, group.forbidden)
+        try:
+            known_classes(view, sorted(group.resources))
+            if any(not any(u in view.aggregate_ids for u in any_of)
+                   for any_of in group.member_of):
+                return True
+            for any_of in group.required:
+                known_traits(view, any_of)
+            known_traits(view, group.forbidden)
+        except errors.BadRequest:
+            if any(finds_nothing(earlier) for earlier in judged):
+                return True
+            raise
         if group.in_tree and group.in_tree not in view.by_uuid:
             return True
+        judged.append(group)
     return False
 
 

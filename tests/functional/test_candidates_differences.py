@@ -101,3 +101,30 @@ def test_a_list_emptied_by_required_traits_never_judges_forbidden_ones(
                   'required=CUSTOM_UNKNOWN,STORAGE_DISK_SSD&resources=CUSTOM_NOPE:1',
                   'member_of=%s&resources=CUSTOM_NOPE:1' % UNKNOWN_AGG]:
         same_answer(api, upstream_placement, '/resource_providers?' + query, '1.26')
+
+
+def test_a_group_that_finds_nothing_ends_the_search_before_later_names(
+        api, upstream_placement):
+    """Upstream searches group by group and stops at the first group that
+    alone finds nothing: a later group's unknown class is then never
+    judged (200, empty); when every earlier group finds something, it is."""
+    setup(api, upstream_placement, provider(CN1, 'cn1', {'VCPU': 8})
+          + [('PUT', '/traits/CUSTOM_GOLD', '1.6', None)])
+    statuses = []
+    for query, version in [
+            # a required trait no provider has
+            ('resources=VCPU:3&required=STORAGE_DISK_SSD&resources1=CUSTOM_NOPE:4'
+             '&group_policy=none', '1.29'),
+            # a class no provider has
+            ('resources=MEMORY_MB:3&resources1=VCPU:4,CUSTOM_NOPE:1&group_policy=none', '1.37'),
+            # a root filter no tree passes
+            ('resources=VCPU:1&resources1=CUSTOM_NOPE:1&root_required=CUSTOM_GOLD'
+             '&group_policy=none', '1.35'),
+            # the unsuffixed group first, wherever the query names it
+            ('resources1=CUSTOM_NOPE:1&resources=VCPU:3&required=STORAGE_DISK_SSD'
+             '&group_policy=none', '1.33'),
+            # the first group finds cn1: the second's class is judged
+            ('resources1=VCPU:1&resources2=CUSTOM_NOPE:1&group_policy=none', '1.33')]:
+        statuses.append(same_answer(api, upstream_placement,
+                                    '/allocation_candidates?' + query, version)[0])
+    assert statuses[:3] == [200, 200, 200] and statuses[4] == 400, statuses
