@@ -15,6 +15,7 @@ and ``root_of_uuid`` are also found here, where candidates and
 from collections.abc import Callable
 from collections.abc import Collection
 from collections.abc import Iterable
+from collections.abc import Sequence
 import dataclasses
 
 from placement_server import errors
@@ -46,33 +47,57 @@ def emptied_early(view: ResourceView, request: CandidateRequest,
     """Whether a filter empties the answer before a later name is judged.
 
     Names are judged in upstream's order, and its search ends at the first
-    filter that leaves nothing: the root's traits, then group by group its
-    classes, its aggregates (none known: no answer, whatever follows), its
-    traits and its tree, then that group's own search (``finds_nothing``:
-    a group alone with no candidate ends the search). An unknown name
-    before that point is a 400; one after it is never looked at. A group's
-    own search is run here only when a later group names something
-    unknown: otherwise the whole search finds the same emptiness."""
+    filter that leaves nothing: the root's traits and the roots they let
+    through, then group by group its classes, the providers in its
+    aggregates, its traits, its tree, and that group's own search
+    (``finds_nothing``: a group alone with no candidate ends the search).
+    An unknown name before that point is a 400; one after it is never
+    looked at. The filters before an unknown name are only run when there
+    is one: otherwise the whole search finds the same emptiness."""
     known_traits(view, request.root_required)
     known_traits(view, request.root_forbidden)
+
+    def emptied(before: list[RequestGroup], member_of: Sequence[set[str]] = ()) -> bool:
+        if request.root_required or request.root_forbidden:
+            if not matching_roots(view, view.members,
+                                  {view.trait_ids[t] for t in request.root_required},
+                                  {view.trait_ids[t] for t in request.root_forbidden}):
+                return True
+        return (any(finds_nothing(group) for group in before)
+                or (bool(member_of) and not _in_every_aggregate(view, member_of)))
+
     judged: list[RequestGroup] = []
     for group in request.groups.values():
         try:
             known_classes(view, sorted(group.resources))
-            if any(not any(u in view.aggregate_ids for u in any_of)
-                   for any_of in group.member_of):
+        except errors.BadRequest:
+            if emptied(judged):
                 return True
+            raise
+        if any(not any(u in view.aggregate_ids for u in any_of) for any_of in group.member_of):
+            return True
+        try:
             for any_of in group.required:
                 known_traits(view, any_of)
             known_traits(view, group.forbidden)
         except errors.BadRequest:
-            if any(finds_nothing(earlier) for earlier in judged):
+            if emptied(judged, group.member_of):
                 return True
             raise
         if group.in_tree and group.in_tree not in view.by_uuid:
             return True
         judged.append(group)
     return False
+
+
+def _in_every_aggregate(view: ResourceView, member_of: Sequence[set[str]]) -> set[int]:
+    """The providers themselves in one aggregate of each any-of set."""
+    found: set[int] | None = None
+    for any_of in member_of:
+        these = set().union(*(view.in_aggregate.get(view.aggregate_ids[u], ())
+                              for u in any_of if u in view.aggregate_ids))
+        found = these if found is None else found & these
+    return found or set()
 
 
 def resolve(view: ResourceView, classes: Collection[str], traits: Collection[str],

@@ -32,6 +32,10 @@ def setup(api, base, script):
     for method, path, version, body in script:
         status, _, got = side_by_side.ours(api, method, path, version, body)
         want, _, _ = side_by_side.upstream(base, method, path, version, body)
+        if path.startswith('/traits/'):
+            # upstream keeps custom traits from test to test (201, then 204)
+            assert max(status, want) < 400, (method, path, got)
+            continue
         assert status == want < 400, (method, path, got)
 
 
@@ -128,3 +132,22 @@ def test_a_group_that_finds_nothing_ends_the_search_before_later_names(
         statuses.append(same_answer(api, upstream_placement,
                                     '/allocation_candidates?' + query, version)[0])
     assert statuses[:3] == [200, 200, 200] and statuses[4] == 400, statuses
+
+
+def test_an_emptying_root_or_aggregate_filter_comes_before_unknown_names(
+        api, upstream_placement):
+    """The roots' traits are searched before any group's names are judged,
+    and a group's aggregates (their providers, not the names alone) before
+    its traits."""
+    setup(api, upstream_placement, provider(CN1, 'cn1', {'VCPU': 8}) + [
+        ('PUT', '/traits/CUSTOM_GOLD', '1.6', None),
+        # AGG is known but, once cn1 leaves it, holds no provider
+        ('PUT', '/resource_providers/%s/aggregates' % CN1, '1.1', [AGG]),
+        ('PUT', '/resource_providers/%s/aggregates' % CN1, '1.1', [UNKNOWN_AGG])])
+    statuses = [same_answer(api, upstream_placement, '/allocation_candidates?' + query,
+                            version)[0] for query, version in [
+        ('resources=VCPU:1,CUSTOM_NOPE:1&root_required=CUSTOM_GOLD', '1.35'),
+        ('resources=VCPU:1,CUSTOM_NOPE:1&root_required=!CUSTOM_GOLD', '1.35'),
+        ('resources=VCPU:1&member_of=%s&required=CUSTOM_NOPE' % AGG, '1.29'),
+        ('resources=VCPU:1&member_of=%s&required=CUSTOM_NOPE' % UNKNOWN_AGG, '1.29')]]
+    assert statuses == [200, 400, 200, 400]
