@@ -99,14 +99,16 @@ _CAPACITY = _capacity_statement()
 
 
 def _lock_providers(conn: sa.Connection, uuids: Collection[str]) -> dict[str, tables.RowMap]:
-    """{uuid: row} of the providers, locked in id order; 400 if one is missing."""
+    """{uuid: row} of the providers, locked in id order; 400 naming the
+    first missing one in ``uuids``' order (the body's, as upstream)."""
     if not uuids:
         return {}
     rows = conn.execute(_LOCK_PROVIDERS, {'uuids': sorted(uuids)}).mappings().all()
     found: dict[str, tables.RowMap] = {r['uuid']: r for r in rows}
-    for uuid in sorted(set(uuids) - set(found)):
-        raise errors.BadRequest("Allocation for resource provider '%s' that "
-                                "does not exist." % uuid)
+    for uuid in uuids:
+        if uuid not in found:
+            raise errors.BadRequest("Allocation for resource provider '%s' that "
+                                    "does not exist." % uuid)
     return found
 
 
@@ -190,6 +192,7 @@ def _check_capacity(conn: sa.Connection, claims: Sequence[tuple[str, str, int]],
     rc_ids = sorted({class_ids[rc] for _, rc, _ in claims})
     rows = conn.execute(_CAPACITY, {'rp_ids': rp_ids, 'rc_ids': rc_ids}).mappings().all()
     inventory = {(r['resource_provider_id'], r['resource_class_id']): r for r in rows}
+    _check_some_inventory(claims, provider_rows, class_ids, {rp for rp, _ in inventory})
     wanted: collections.Counter[tuple[int, int]] = collections.Counter()
     for uuid, rc, used in claims:
         key = (provider_rows[uuid]['id'], class_ids[rc])
@@ -217,6 +220,24 @@ def _check_capacity(conn: sa.Connection, claims: Sequence[tuple[str, str, int]],
                 % (rc, uuid))
 
 
+def _check_some_inventory(claims: Sequence[tuple[str, str, int]],
+                          provider_rows: Mapping[str, tables.RowMap],
+                          class_ids: Mapping[str, int], with_inventory: set[int]) -> None:
+    """409 when a provider has no inventory of any class the write claims,
+    worded as upstream: every class of the write, then those providers.
+    The classes come in the order upstream's set of their ids gives them
+    (CPython's, for the same ids added in the same order: fixed), which
+    clients see in the text."""
+    missing = [uuid for uuid in dict.fromkeys(uuid for uuid, _, _ in claims)
+               if provider_rows[uuid]['id'] not in with_inventory]
+    if missing:
+        names = {i: rc for rc, i in class_ids.items()}
+        ids = set(class_ids[rc] for _, rc, _ in claims)
+        raise errors.Conflict("Unable to allocate inventory: Inventory for '%s' on resource "
+                              "provider '%s' invalid." % (', '.join(names[i] for i in ids),
+                                                          ', '.join(missing)))
+
+
 def write(conn: sa.Connection, requests: Sequence[ConsumerAllocations]) -> None:
     """Replace the allocations of every consumer in ``requests`` at once.
 
@@ -240,15 +261,16 @@ def write(conn: sa.Connection, requests: Sequence[ConsumerAllocations]) -> None:
             # (A consumer this write created has none: every allocation
             # has its consumer's row, and the insert found no row.)
             had_allocations.append(request.consumer_uuid)
-    wanted_rps = {u for r in requests for u in r.allocations}
+    # (dict: a set without the body's order)
+    wanted_rps = dict.fromkeys(u for r in requests for u in r.allocations)
     # Providers losing a consumer's whole allocation also change: their
     # generation moves too.
     emptied = [r.consumer_uuid for r in requests if not r.allocations]
     if emptied:
-        wanted_rps |= set(conn.execute(
+        wanted_rps.update(dict.fromkeys(conn.execute(
             sa.select(RP.c.uuid).distinct()
             .join(ALLOC, ALLOC.c.resource_provider_id == RP.c.id)
-            .where(ALLOC.c.consumer_id.in_(emptied))).scalars())
+            .where(ALLOC.c.consumer_id.in_(emptied))).scalars()))
     freed: collections.Counter[tuple[int, int]] = collections.Counter()
     if had_allocations:
         held = conn.execute(_DELETE, {'uuids': had_allocations}).all()

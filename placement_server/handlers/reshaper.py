@@ -50,7 +50,9 @@ def reshape(req: util.Request) -> webob.Response:
     wanted = _inventories(data['inventories'])
     consumers = _consumers(data['allocations'])
     # (a consumer inserted meanwhile shows at the write's next statement)
-    with consumers_db.raced('consumer'), req.db.writer() as conn:
+    with consumers_db.raced('consumer'), req.db.writer() as conn, \
+            errors.worded(errors.ResourceClassNotFound, 'malformed reshaper data: '), \
+            errors.worded(inventories.InUse, 'update conflict: '):
         db.reshape(conn, wanted, consumers)
     return util.no_content()
 

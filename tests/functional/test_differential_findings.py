@@ -15,6 +15,7 @@ MISSING = 'c0a80101-0000-4000-8000-0000000004ff'
 BAD = 'The server could not comply with the request since it is either malformed or ' \
       'otherwise incorrect.\n\n %s  '
 NOT_FOUND = 'The resource could not be found.\n\n %s  '
+CONFLICT = 'There was a conflict when trying to complete your request.\n\n %s  '
 NO_RP = 'No resource provider with uuid %s found' % MISSING
 
 
@@ -86,3 +87,54 @@ def test_reshaper_judges_providers_in_the_order_given(api, upstream_placement):
     assert answers[-2] == (400, 'placement.resource_provider.not_found', BAD % (
         'Resource provider %s in inventories not found: %s' % (MISSING, NO_RP)))
     assert answers[-1][:2] == (409, 'placement.concurrent_update')
+
+
+CONSUMER = 'c0a80101-0000-4000-8000-0000000004c1'
+OTHER_MISSING = 'c0a80101-0000-4000-8000-0000000004fe'
+OWNER = {'project_id': 'c0a80101-0000-4000-8000-0000000004d1',
+         'user_id': 'c0a80101-0000-4000-8000-0000000004d2'}
+
+
+def test_an_allocation_names_the_first_missing_provider_in_the_bodys_order(
+        api, upstream_placement):
+    answers = run(api, upstream_placement, [
+        ('PUT', '/allocations/%s' % CONSUMER, '1.28', dict(OWNER, consumer_generation=None,
+         allocations={MISSING: {'resources': {'VCPU': 1}},
+                      OTHER_MISSING: {'resources': {'VCPU': 1}}}))])
+    assert answers == [(400, 'placement.undefined_code', BAD % (
+        "Allocation for resource provider '%s' that does not exist." % MISSING))]
+
+
+def test_a_provider_without_inventory_of_any_class_claimed_names_every_class(
+        api, upstream_placement):
+    """In the order upstream's set of class ids gives: NUMA_MEMORY_MB's id
+    (8) before MEMORY_MB's (1)."""
+    answers = run(api, upstream_placement, [
+        ('POST', '/resource_providers', '1.20', {'name': 'cn', 'uuid': CN}),
+        ('PUT', '/allocations/%s' % CONSUMER, '1.28', dict(OWNER, consumer_generation=None,
+         allocations={CN: {'resources': {'MEMORY_MB': 1, 'NUMA_MEMORY_MB': 1}}}))])
+    assert answers[-1] == (409, 'placement.undefined_code', CONFLICT % (
+        "Unable to allocate inventory: Inventory for 'NUMA_MEMORY_MB, MEMORY_MB' on "
+        "resource provider '%s' invalid." % CN))
+
+
+def test_reshaper_words_unknown_classes_and_inventory_in_use_as_upstream(
+        api, upstream_placement):
+    inventory = {'inventories': {'VCPU': {'total': 8}}}
+    answers = run(api, upstream_placement, [
+        ('POST', '/resource_providers', '1.20', {'name': 'cn', 'uuid': CN}),
+        ('PUT', '/resource_providers/%s/inventories' % CN, '1.20',
+         dict(inventory, resource_provider_generation=0)),
+        ('PUT', '/allocations/%s' % CONSUMER, '1.28', dict(OWNER, consumer_generation=None,
+         allocations={CN: {'resources': {'VCPU': 1}}})),
+        ('POST', '/reshaper', '1.30', {'allocations': {}, 'inventories': {CN: {
+            'resource_provider_generation': 2,
+            'inventories': {'VCPU': {'total': 8}, 'CUSTOM_NOPE': {'total': 1}}}}}),
+        ('POST', '/reshaper', '1.30', {'allocations': {}, 'inventories': {CN: {
+            'resource_provider_generation': 2,
+            'inventories': {'MEMORY_MB': {'total': 8}}}}})])
+    assert answers[-2] == (400, 'placement.undefined_code', BAD % (
+        'malformed reshaper data: No such resource class CUSTOM_NOPE.'))
+    assert answers[-1] == (409, 'placement.inventory.inuse', CONFLICT % (
+        "update conflict: Inventory for 'VCPU' on resource provider '%s' in use." % CN))
+

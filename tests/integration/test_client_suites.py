@@ -138,6 +138,6 @@ def test_nova_servers_and_regressions_beside_upstream(tmp_path, record_property)
     # hours on two cores
     ours, theirs = _run_both(
         fixture_suites.NOVA, 'nova 34.0.0 test_servers and regressions/', tmp_path,
-        record_property, NOVA_REFERENCE, timeout=4 * 3600)
+        record_property, NOVA_REFERENCE, concurrency=2, timeout=4 * 3600)
     assert fixture_suites.summary(theirs)[0] > 0, theirs['output']
     assert not _differences(ours, theirs), '\n'.join(_differences(ours, theirs))
