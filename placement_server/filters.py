@@ -17,6 +17,7 @@ search before a later unknown name is looked at, is each endpoint's own
 from collections.abc import Callable
 from collections.abc import Collection
 from collections.abc import Iterable
+from collections.abc import Sequence
 import dataclasses
 
 from placement_server import errors
@@ -92,6 +93,18 @@ def known_aggregates(view: ResourceView, any_of: Iterable[str]) -> set[int]:
     matches nothing, it is no error)."""
     ids = view.aggregate_ids
     return {ids[u] for u in any_of if u in ids}
+
+
+def in_every_aggregate(view: ResourceView, member_of: Sequence[set[str]]) -> set[int]:
+    """The providers themselves in one aggregate of each any-of set:
+    upstream ends a search that asks for aggregates no provider is in
+    (known or not) before it judges the names after them."""
+    found: set[int] | None = None
+    for any_of in member_of:
+        these = set().union(*(view.in_aggregate.get(view.aggregate_ids[u], ())
+                              for u in any_of if u in view.aggregate_ids))
+        found = these if found is None else found & these
+    return found or set()
 
 
 def root_of_uuid(view: ResourceView, uuid: str) -> int | None:

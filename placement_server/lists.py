@@ -103,8 +103,8 @@ def _selected(view: view_mod.ResourceView, request: ListRequest) -> list[int]:
     Upstream's order: a filter that leaves nothing ends the search before
     a later unknown name is looked at. The tree first, then each required
     trait in turn (the first unknown named alone), then whether any
-    provider has the required traits, the forbidden traits, the
-    aggregates, the classes."""
+    provider has the required traits, the forbidden traits, whether any
+    provider is in the aggregates, the classes."""
     group = request.group
     if group.in_tree is not None and filters.root_of_uuid(view, group.in_tree) is None:
         return []
@@ -116,7 +116,7 @@ def _selected(view: view_mod.ResourceView, request: ListRequest) -> list[int]:
                             for mine in view.traits.values()):
         return []
     filters.known_traits(view, group.forbidden, filters.IN_REQUIRED)
-    if not all(filters.known_aggregates(view, any_of) for any_of in group.member_of):
+    if group.member_of and not filters.in_every_aggregate(view, group.member_of):
         return []
     filters.known_classes(view, group.resources)
     selection = filters.group_query(view, group)

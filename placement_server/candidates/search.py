@@ -24,6 +24,7 @@ from placement_server.candidates.request import CandidateRequest
 from placement_server.filters import GroupQuery as GroupQuery
 from placement_server.filters import RequestGroup
 from placement_server.filters import fits as fits
+from placement_server.filters import in_every_aggregate
 from placement_server.filters import known_classes
 from placement_server.filters import known_traits
 from placement_server.filters import passes
@@ -64,7 +65,7 @@ def emptied_early(view: ResourceView, request: CandidateRequest,
                                   {view.trait_ids[t] for t in request.root_forbidden}):
                 return True
         return (any(finds_nothing(group) for group in before)
-                or (bool(member_of) and not _in_every_aggregate(view, member_of)))
+                or (bool(member_of) and not in_every_aggregate(view, member_of)))
 
     judged: list[RequestGroup] = []
     for group in request.groups.values():
@@ -88,16 +89,6 @@ def emptied_early(view: ResourceView, request: CandidateRequest,
             return True
         judged.append(group)
     return False
-
-
-def _in_every_aggregate(view: ResourceView, member_of: Sequence[set[str]]) -> set[int]:
-    """The providers themselves in one aggregate of each any-of set."""
-    found: set[int] | None = None
-    for any_of in member_of:
-        these = set().union(*(view.in_aggregate.get(view.aggregate_ids[u], ())
-                              for u in any_of if u in view.aggregate_ids))
-        found = these if found is None else found & these
-    return found or set()
 
 
 def resolve(view: ResourceView, classes: Collection[str], traits: Collection[str],

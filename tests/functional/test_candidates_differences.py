@@ -141,9 +141,12 @@ def test_an_emptying_root_or_aggregate_filter_comes_before_unknown_names(
     its traits."""
     setup(api, upstream_placement, provider(CN1, 'cn1', {'VCPU': 8}) + [
         ('PUT', '/traits/CUSTOM_GOLD', '1.6', None),
-        # AGG is known but, once cn1 leaves it, holds no provider
+        # AGG is known but, once cn1 leaves it and cn2 is deleted, holds no provider
         ('PUT', '/resource_providers/%s/aggregates' % CN1, '1.1', [AGG]),
-        ('PUT', '/resource_providers/%s/aggregates' % CN1, '1.1', [UNKNOWN_AGG])])
+        ('PUT', '/resource_providers/%s/aggregates' % CN1, '1.1', [UNKNOWN_AGG])]
+          + provider(CN2, 'cn2', {'VCPU': 8}) + [
+        ('PUT', '/resource_providers/%s/aggregates' % CN2, '1.1', [AGG]),
+        ('DELETE', '/resource_providers/%s' % CN2, '1.1', None)])
     statuses = [same_answer(api, upstream_placement, '/allocation_candidates?' + query,
                             version)[0] for query, version in [
         ('resources=VCPU:1,CUSTOM_NOPE:1&root_required=CUSTOM_GOLD', '1.35'),
@@ -151,3 +154,18 @@ def test_an_emptying_root_or_aggregate_filter_comes_before_unknown_names(
         ('resources=VCPU:1&member_of=%s&required=CUSTOM_NOPE' % AGG, '1.29'),
         ('resources=VCPU:1&member_of=%s&required=CUSTOM_NOPE' % UNKNOWN_AGG, '1.29')]]
     assert statuses == [200, 400, 200, 400]
+
+
+def test_a_list_asking_for_aggregates_no_provider_is_in_never_judges_classes(
+        api, upstream_placement):
+    setup(api, upstream_placement, provider(CN1, 'cn1', {'VCPU': 8})
+          + provider(CN2, 'cn2', {'VCPU': 8}) + [
+        # AGG is known but, once cn2 is deleted, holds no provider
+        ('PUT', '/resource_providers/%s/aggregates' % CN1, '1.1', [UNKNOWN_AGG]),
+        ('PUT', '/resource_providers/%s/aggregates' % CN2, '1.1', [AGG]),
+        ('DELETE', '/resource_providers/%s' % CN2, '1.1', None)])
+    statuses = [same_answer(api, upstream_placement, '/resource_providers?' + query, version)[0]
+                for query, version in [
+        ('member_of=in:%s,%s&resources=CUSTOM_NOPE:1' % (AGG, CN2), '1.14'),
+        ('member_of=%s&resources=CUSTOM_NOPE:1' % UNKNOWN_AGG, '1.14')]]
+    assert statuses == [200, 400]
