@@ -194,6 +194,9 @@ def _check_capacity(conn: sa.Connection, claims: Sequence[tuple[str, str, int]],
     rows = conn.execute(_CAPACITY, {'rp_ids': rp_ids, 'rc_ids': rc_ids}).mappings().all()
     inventory = {(r['resource_provider_id'], r['resource_class_id']): r for r in rows}
     _check_some_inventory(claims, provider_rows, class_ids, {rp for rp, _ in inventory})
+    # Claim by claim in the body's order, each with what the write claims
+    # of its class on its provider so far: the first failure is named, as
+    # upstream names it (the last claim of a pair sees their whole amount).
     wanted: collections.Counter[tuple[int, int]] = collections.Counter()
     for uuid, rc, used in claims:
         key = (provider_rows[uuid]['id'], class_ids[rc])
@@ -208,13 +211,9 @@ def _check_capacity(conn: sa.Connection, claims: Sequence[tuple[str, str, int]],
                 "resource provider '%s'. The requested amount would violate inventory "
                 "constraints." % (rc, uuid))
         wanted[key] += used
-    for key, amount in wanted.items():
-        inv = inventory[key]
-        already = inv['used'] or 0
+        amount = wanted[key]
         capacity = (inv['total'] - inv['reserved']) * inv['allocation_ratio']
-        if already + amount > capacity and amount > freed.get(key, 0):
-            uuid = next(u for u, r in provider_rows.items() if r['id'] == key[0])
-            rc = next(n for n, i in class_ids.items() if i == key[1])
+        if (inv['used'] or 0) + amount > capacity and amount > freed.get(key, 0):
             raise errors.Conflict(
                 "Unable to allocate inventory: Unable to create allocation for '%s' on "
                 "resource provider '%s'. The requested amount would exceed the capacity."

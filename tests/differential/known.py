@@ -5,7 +5,9 @@ copy"), where ours stays right:
 
 - PostgreSQL: ``GET /usages`` at 1.38 and later answers 500 (upstream's
   consumer type query); ``GET /allocation_candidates`` with forbidden
-  traits in more than one group at 1.34 and later answers 500.
+  traits answers 500 where upstream compares their names to trait ids
+  (in more than one group at 1.34 and later; in the unsuffixed group
+  beside a granular one on a tree at 1.25).
 - A failed allocation write, and a ``POST /allocations`` giving a new
   consumer an empty ``allocations``, leave upstream a consumer row with no
   allocations, which no read shows and whose generation makes the next
@@ -17,6 +19,7 @@ copy"), where ours stays right:
   several groups (upstream inflates the amounts), concurrent writers
   (upstream's KeyError 500s on candidates).
 """
+import json
 import urllib.parse
 
 
@@ -32,6 +35,10 @@ def tolerated(engine, method, path, version, body, want, got):
             return 'upstream bug: PostgreSQL 500 on GET /usages at 1.38+'
         forbidden_groups = [k for k, vs in params.items()
                             if k.startswith('required') and any('!' in v for v in vs)]
-        if route == '/allocation_candidates' and minor >= 34 and forbidden_groups:
-            return 'upstream bug: PostgreSQL 500 on forbidden traits across groups at 1.34+'
+        if (route == '/allocation_candidates' and forbidden_groups
+                and 'InvalidTextRepresentation' in json.dumps(want_body)):
+            # seen at 1.34+ across groups, and at 1.25 in the unsuffixed
+            # group beside a granular one on a tree
+            return ('upstream bug: PostgreSQL 500 on forbidden traits (trait names '
+                    'compared to trait ids)')
     return None

@@ -138,3 +138,27 @@ def test_reshaper_words_unknown_classes_and_inventory_in_use_as_upstream(
     assert answers[-1] == (409, 'placement.inventory.inuse', CONFLICT % (
         "update conflict: Inventory for 'VCPU' on resource provider '%s' in use." % CN))
 
+
+
+def test_an_allocation_write_names_the_first_failing_claim_in_the_bodys_order(
+        api, upstream_placement):
+    """The first consumer's claim is over capacity, the second's names a
+    class its provider has no inventory of (it has of another the write
+    claims): the first is named."""
+    inventories = [('PUT', '/resource_providers/%s/inventories' % uuid, '1.20',
+                    {'resource_provider_generation': 0, 'inventories': {rc: {'total': 4}}})
+                   for uuid, rc in ((CN, 'MEMORY_MB'), (MISSING, 'VCPU'))]
+    second = 'c0a80101-0000-4000-8000-0000000004c2'
+    answers = run(api, upstream_placement, [
+        ('POST', '/resource_providers', '1.20', {'name': 'cn', 'uuid': CN}),
+        ('POST', '/resource_providers', '1.20', {'name': 'cn2', 'uuid': MISSING})]
+        + inventories + [
+        ('POST', '/allocations', '1.28', {
+            CONSUMER: dict(OWNER, consumer_generation=None,
+                           allocations={CN: {'resources': {'MEMORY_MB': 8}}}),
+            second: dict(OWNER, consumer_generation=None,
+                         allocations={MISSING: {'resources': {'VCPU': 1,
+                                                               'MEMORY_MB': 1}}})})])
+    assert answers[-1] == (409, 'placement.undefined_code', CONFLICT % (
+        "Unable to allocate inventory: Unable to create allocation for 'MEMORY_MB' on "
+        "resource provider '%s'. The requested amount would exceed the capacity." % CN))
