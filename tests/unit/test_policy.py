@@ -167,3 +167,24 @@ def test_a_decisions_key_tells_credentials_apart():
     assert key != policy._key('placement:resource_providers:create', {'project_id': 'p'}, admin)
     # a value that cannot be part of a key: no key, so no cached decision
     assert policy._key('x', {'project_id': {'nested': 1}}, admin) is None
+
+
+def test_our_policy_defaults_stay_on_our_configuration():
+    """Another configuration in the same process keeps its [oslo_policy]
+    defaults: upstream's PlacementFixture, which nova's functional tests
+    load this application behind, sets enforce_new_defaults = False for
+    the whole process (oslo.policy's set_defaults changes the shared option
+    objects), and nova's own policy checks rely on it."""
+    from oslo_policy import opts as policy_opts
+    theirs, ours = cfg.ConfigOpts(), cfg.ConfigOpts()
+    policy_opts.set_defaults(theirs, enforce_new_defaults=False)
+    try:
+        policy.register_opts(ours)
+        policy._make_enforcer(ours)    # oslo.policy registers its options again
+        ours([], default_config_files=[])
+        theirs([], default_config_files=[])
+        assert (ours.oslo_policy.enforce_new_defaults, ours.oslo_policy.policy_file) == (
+            True, 'policy.yaml')
+        assert theirs.oslo_policy.enforce_new_defaults is False
+    finally:
+        policy_opts.set_defaults(theirs, enforce_new_defaults=True)   # as it was

@@ -6,8 +6,9 @@ configures placement (noauth2, ``[oslo_policy] enforce_new_defaults =
 False``), makes a database, then asks ``placement.deploy.loadapp(conf)``
 for the WSGI application it intercepts requests to. ``install()`` changes
 only that one call, once ``placement.deploy`` is imported: the fixture
-stays as upstream ships it, and each fixture gets placement_server on a
-fresh SQLite database of its own, configured from the fixture's options.
+stays as upstream ships it, and each fixture gets placement_server
+configured from the fixture's options, on a fresh SQLite database for each
+fixture configuration (fixtures sharing one share upstream's database).
 
 Each application made is noted, one line ("ours" or "upstream", the
 process, the database), in $PLACEMENT_FIXTURE_LOG, so the caller can tell
@@ -144,23 +145,39 @@ def loadapp(config, project_name=None):
     from placement_server import policy
     from placement_server.db import api as db_api
 
-    workdir, template = _template()
-    path = os.path.join(workdir, '%d.sqlite' % next(_serial))
-    shutil.copyfile(template, path)
     conf = cfg.ConfigOpts()
     our_conf.register_opts(conf)
     policy.register_opts(conf)
     conf([], project='placement', default_config_files=[])
     _copy_options(config, conf)
+    path = _database_of(config)
     db = db_api.Database('sqlite:///%s' % path)
     app = deploy.init_application(conf, db)
-    weakref.finalize(app, _drop, db, path)
+    weakref.finalize(app, db.engine.dispose)
     _log('ours', path)
     return app
 
 
-def _drop(db, path):
-    db.engine.dispose()
+def _database_of(config):
+    """The database file of the fixture's configuration: a copy of the
+    template for each new one. Fixtures given the same configuration
+    (``PlacementFixture(conf_fixture=..., db=False)``, one after another
+    in a test) share upstream's database, so they share ours too; it goes
+    with the configuration."""
+    workdir, template = _template()
+    with _lock:
+        path = _state.setdefault('databases', {}).get(id(config))
+        if path is None:
+            path = os.path.join(workdir, '%d.sqlite' % next(_serial))
+            shutil.copyfile(template, path)
+            _state['databases'][id(config)] = path
+            weakref.finalize(config, _drop, id(config), path)
+        return path
+
+
+def _drop(key, path):
+    with _lock:
+        _state['databases'].pop(key, None)
     for suffix in ('', '-wal', '-shm'):
         try:
             os.unlink(path + suffix)
