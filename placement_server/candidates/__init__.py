@@ -271,12 +271,20 @@ def _finds_nothing(view: view_mod.ResourceView, request: request_mod.CandidateRe
     names = search.resolve(view, set(group.resources), traits,
                            {u for any_of in group.member_of + [group.forbidden_aggs]
                             for u in any_of})
-    anchors: Collection[int] = _Search(view, request, [query], names).options(query).keys()
+    anchors: Collection[int] = group_anchors(view, request, query, names)
     if request.root_required or request.root_forbidden:
         anchors = search.matching_roots(
             view, anchors, {view.trait_ids[t] for t in request.root_required},
             {view.trait_ids[t] for t in request.root_forbidden})
     return not anchors
+
+
+def group_anchors(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
+                  query: search.GroupQuery, names: search.Names) -> set[int]:
+    """The roots that anchor a way to satisfy ``query`` alone (request-wide
+    rules aside), by the search's own rules: what ``capacity.explain``
+    judges each group by."""
+    return set(_Search(view, request, [query], names).options(query))
 
 
 # Requests whose searches a worker keeps per tree, and candidates found by

@@ -36,7 +36,9 @@ def run(args: argparse.Namespace, conf: cfg.ConfigOpts) -> None:
     db = cmd.open_database(conf, create=False)
     try:
         with db.reader() as conn:
-            found = explain.explain(conn, args.query.lstrip('?'), args.microversion)
+            found = explain.explain(
+                conn, args.query.lstrip('?'), args.microversion,
+                seconds=conf.placement.allocation_candidates_time_limit or None)
     except errors.PlacementError as e:
         raise cmd.CommandError('candidates explain: %s' % e)
     finally:

@@ -11,6 +11,7 @@ import dataclasses
 from placement_server import view as view_mod
 from placement_server.capacity import flavors as flavors_mod
 from placement_server.capacity import inventory
+from placement_server.capacity import placing
 
 # (provider, class, total, reserved, allocation_ratio, used)
 ProviderLine = tuple[int, int, int, int, float, int]
@@ -28,49 +29,13 @@ class TreeFigures:
     rendered: list[bytes] | None = None
 
 
-@dataclasses.dataclass
-class Resolved:
-    """A flavor with names resolved to ids (None: a name placement lacks,
-    so it fits nowhere)."""
-    flavor: flavors_mod.Flavor
-    resources: tuple[tuple[int, int], ...] | None
-    required: frozenset[int] | None
-
-
-def resolve(view: view_mod.ResourceView, flavors: list[flavors_mod.Flavor]) -> list[Resolved]:
-    found = []
-    for f in flavors:
-        classes = [view.class_ids.get(n) for n, _ in f.resources]
-        traits = [view.trait_ids.get(t) for t in f.required]
-        found.append(Resolved(
-            f, None if None in classes else tuple(
-                (rc, amount) for rc, (_, amount) in zip(classes, f.resources)  # type: ignore[misc]
-            ),
-            None if None in traits else frozenset(traits)))  # type: ignore[arg-type]
-    return found
-
-
-def instances_in_tree(view: view_mod.ResourceView, root: int, flavor: Resolved) -> int:
-    """How many more instances of ``flavor`` the tree of ``root`` holds."""
-    if flavor.resources is None or flavor.required is None:
-        return 0
-    if not flavor.required <= view.traits.get(root, frozenset()):
-        return 0
-    members = view.members.get(root, ())
-    fewest = None
-    for rc, amount in flavor.resources:
-        inventories = view.inventories.get(rc, {})
-        used = view.used.get(rc, {})
-        n = sum(flavors_mod.times_fit(amount, used.get(rp, 0), inventories[rp])
-                for rp in members if rp in inventories)
-        fewest = n if fewest is None else min(fewest, n)
-        if not fewest:
-            return 0
-    return fewest or 0
+def resolve(view: view_mod.ResourceView, flavors: list[flavors_mod.Flavor]
+            ) -> list[placing.Ask]:
+    return [placing.ask(view, f.resources, f.required) for f in flavors]
 
 
 def of_tree(view: view_mod.ResourceView, raw: inventory.Inventories, root: int,
-            flavors: list[Resolved]) -> TreeFigures:
+            fits: tuple[int, ...]) -> TreeFigures:
     lines: list[ProviderLine] = []
     free: dict[int, int] = {}
     largest: dict[int, int] = {}
@@ -85,14 +50,15 @@ def of_tree(view: view_mod.ResourceView, raw: inventory.Inventories, root: int,
             free[rc] = free.get(rc, 0) + flavors_mod.free(used, inv)
             largest[rc] = max(largest.get(rc, 0), flavors_mod.largest_one(used, inv))
             capacity[rc] = capacity.get(rc, 0.0) + inv[0]
-    fits = tuple(instances_in_tree(view, root, f) for f in flavors)
     return TreeFigures(root, lines, fits, free, largest, capacity)
 
 
 class Trees:
     """Every tree's figures for one list of flavors, kept beside the view
     and brought up to date with it (names changed: all again, as a trait
-    created since may be one a flavor asks for)."""
+    created since may be one a flavor asks for). Roots counted together
+    (``placing.coupled``: they share a pool) are counted again together
+    when any of them changed, or they were counted with one that did."""
 
     def __init__(self, flavors: list[flavors_mod.Flavor]) -> None:
         self.flavors = flavors
@@ -107,17 +73,45 @@ class Trees:
         changed = None
         if kept is not None and kept[2][0] is names[0] and kept[2][1] is names[1]:
             changed = view.trees_changed_since(kept[0])
+        together = placing.coupled(view)
         if kept is None or changed is None:
-            resolved = resolve(view, self.flavors)
-            trees = {root: of_tree(view, raw, root, resolved) for root in view.members}
+            trees: dict[int, TreeFigures] = {}
+            again = set(view.members)
         else:
-            trees = kept[1]
-            if changed:
-                resolved = resolve(view, self.flavors)
-                for root in changed:
-                    if root in view.members:
-                        trees[root] = of_tree(view, raw, root, resolved)
-                    else:
-                        trees.pop(root, None)
-        beside[self._key] = (view.version, trees, names)
+            trees, before = kept[1], kept[3]
+            for root in changed:
+                if root not in view.members:
+                    trees.pop(root, None)
+            # Roots whose count depends on a changed tree, now or before.
+            again = set(changed)
+            for root in changed:
+                again.update(together.get(root, ()))
+                again.update(before.get(root, ()))
+            again.update(r for r in set(together) | set(before)
+                         if together.get(r) != before.get(r))
+            again &= set(view.members)
+        if again:
+            fits = self._fits(view, again, together)
+            for root in again:
+                tree = trees.get(root)
+                if tree is None or (changed is None or root in changed):
+                    trees[root] = of_tree(view, raw, root, fits[root])
+                elif tree.fits != fits[root]:
+                    trees[root] = dataclasses.replace(tree, fits=fits[root], rendered=None)
+        beside[self._key] = (view.version, trees, names, together)
         return trees
+
+    def _fits(self, view: view_mod.ResourceView, roots: set[int],
+              together: dict[int, tuple[int, ...]]) -> dict[int, tuple[int, ...]]:
+        """{root: how many of each flavor it takes} for ``roots`` (and the
+        roots each is counted with)."""
+        asks = resolve(view, self.flavors)
+        counts: dict[int, list[int]] = {}
+        for root in sorted(roots):
+            if root in counts:
+                continue
+            group = together.get(root, (root,))
+            placed = [placing.count(view, group, a) for a in asks]
+            for r in group:
+                counts[r] = [p[r] for p in placed]
+        return {root: tuple(counts[root]) for root in roots}

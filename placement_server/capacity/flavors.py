@@ -1,20 +1,14 @@
 """How many more instances of a flavor fit, and how fragmented free capacity is.
 
 A flavor here is what nova asks placement for when it boots one: amounts
-of resource classes, and optionally traits the host must have. An
+of resource classes, and optionally traits a provider of the allocation must have. An
 operator names them in ``[capacity] flavor`` as nova writes extra specs::
 
     m1.large: VCPU=4, MEMORY_MB=8192, DISK_GB=80, trait:HW_CPU_X86_AVX2=required
 
-Counting follows placement's own rule for one request group spread over a
-tree (``search.fits``: free capacity after reserved and allocation ratio,
-min_unit, max_unit, step_size): each instance takes each class whole from
-one provider of the tree, different classes possibly from different
-providers. So a tree holds, per class, the sum over its providers of how
-many times the amount fits there, and the flavor fits as many times as its
-scarcest class allows. Required traits are judged on the root provider,
-where nova's compute node carries them. Sharing providers (a shared disk
-pool) are not counted: a flavor's count is what its hosts hold themselves.
+How many fit is counted as placing them one at a time does (``placing``):
+placement's own rules for one request group over a tree and the sharing
+providers of its aggregates.
 """
 import dataclasses
 
@@ -72,25 +66,12 @@ def parse_all(texts: list[str]) -> list[Flavor]:
     return flavors
 
 
-def times_fit(amount: int, used: int, inv: Inv) -> int:
-    """How many allocations of ``amount`` one inventory can still take."""
-    capacity, min_unit, max_unit, step = inv
-    if not (min_unit <= amount <= max_unit and amount % step == 0) or amount <= 0:
-        return 0
-    k = max(0, int((capacity - used) // amount))
-    # The capacity is a float (the ratio): settle the edge as ``fits`` does.
-    while k and used + k * amount > capacity:
-        k -= 1
-    while used + (k + 1) * amount <= capacity:
-        k += 1
-    return k
-
-
 def largest_one(used: int, inv: Inv) -> int:
     """The largest amount one allocation could still take from ``inv``."""
     capacity, min_unit, max_unit, step = inv
     top = min(max_unit, int(capacity - used))
-    while top > 0 and used + top > capacity:   # float edge, as in times_fit
+    # The capacity is a float (the ratio): settle the edge as ``fits`` does.
+    while top > 0 and used + top > capacity:
         top -= 1
     top -= top % step
     return top if top >= max(min_unit, 1) else 0

@@ -8,7 +8,9 @@ caller in.
 The query string is GET /allocation_candidates' own, read at the
 request's microversion (1.10 and later, as that route), checked by the
 same schema and parser, so a query placement refuses is refused here with
-the same 400 and, where placement's has none, this route's code.
+the same 400 and, where placement's has none, this route's code. Its
+searches are bounded as that route's are ([placement]
+allocation_candidates_time_limit); a cut explanation says so (``cut``).
 """
 
 import webob
@@ -30,7 +32,9 @@ def explain_candidates(req: util.Request) -> webob.Response:
     try:
         util.query_params(req, schema.for_version(req.version))
         with req.db.reader() as conn:
-            found = explain.explain(conn, req.query_string, str(req.version))
+            found = explain.explain(
+                conn, req.query_string, str(req.version),
+                seconds=req.conf.placement.allocation_candidates_time_limit or None)
     except errors.BadRequest as e:
         if e.code == errors.UNDEFINED:
             e.code = BAD_QUERY
