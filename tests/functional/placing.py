@@ -32,11 +32,11 @@ def set_aggregates(api, rp, *aggs):
     assert resp.status_int == 200, resp.body
 
 
-def claim(api, allocations, version='1.28'):
+def claim(api, allocations, consumer=None):
     """PUT /allocations of a new consumer; its response."""
-    return api.put('/allocations/%s' % uuid.uuid4(), {
+    return api.put('/allocations/%s' % (consumer or uuid.uuid4()), {
         'allocations': {rp: {'resources': r} for rp, r in allocations.items()},
-        'project_id': 'p', 'user_id': 'u', 'consumer_generation': None}, version=version)
+        'project_id': 'p', 'user_id': 'u', 'consumer_generation': None}, version='1.28')
 
 
 def query(resources, required=()):
@@ -46,11 +46,11 @@ def query(resources, required=()):
     return urllib.parse.urlencode(params)
 
 
-def place(api, resources, required=()):
+def place(api, resources, required=(), consumers=None):
     """{root uuid: instances placed}: one at a time until nothing fits.
     An instance counts for the root of the providers it takes from that
     share nothing (the host), else for the one root of the sharing
-    providers it takes from."""
+    providers it takes from. The consumers made are added to ``consumers``."""
     placed = {}
     sharing = {}
     while True:
@@ -70,8 +70,11 @@ def place(api, resources, required=()):
         if not hosts:
             hosts = {summaries[rp]['root_provider_uuid'] for rp in allocations}
         assert len(hosts) == 1, allocations
-        resp = claim(api, {rp: a['resources'] for rp, a in allocations.items()})
+        consumer = str(uuid.uuid4())
+        resp = claim(api, {rp: a['resources'] for rp, a in allocations.items()}, consumer)
         assert resp.status_int == 204, resp.body
+        if consumers is not None:
+            consumers.append(consumer)
         root = hosts.pop()
         placed[root] = placed.get(root, 0) + 1
 
