@@ -87,6 +87,7 @@ class Judge:
         self.serves = search.sharing_anchors(view, view.sharing)
         self.groups = [(g, filters.group_query(view, g)) for g in request.groups.values()]
         self._anchors: dict[tuple[str, str], set[int]] = {}
+        self._pooled: set[int] | None = None
 
     def verdicts(self) -> list[tuple[int, Found | None]]:
         """(root, verdict) for every root, by id; None: for the rules
@@ -119,11 +120,16 @@ class Judge:
         return None if len(self.groups) > 1 else SHARED_ONLY
 
     def _shared_only(self, root: int) -> bool:
-        if self.result is None:
-            return False
-        serves = self.serves
-        return any(all(root in serves.get(rp, ()) for rp in c.amounts)
-                   for c in self.result.candidates if c.amounts)
+        if self._pooled is None:
+            # The roots every provider of a candidate serves, over the
+            # candidates made of sharing providers alone (once).
+            serves, empty = self.serves, frozenset[int]()
+            self._pooled = set()
+            for c in [] if self.result is None else self.result.candidates:
+                if c.amounts and all(rp in serves for rp in c.amounts):
+                    self._pooled |= frozenset.intersection(
+                        *(frozenset(serves.get(rp, empty)) for rp in c.amounts))
+        return root in self._pooled
 
     def _group(self, root: int, group: filters.RequestGroup,
                query: filters.GroupQuery | None) -> Found | None:
