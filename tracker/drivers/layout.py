@@ -3,8 +3,9 @@
 One place decides, for every driver, what the tree looks like:
 
 - the root compute node: name = [DEFAULT] host, uuid =
-  stable_uuid('compute-node', host), trait COMPUTE_NODE plus HW_CPU_* from
-  the CPU flags; VCPU from the shared CPUs and PCPU from [compute]
+  stable_uuid('compute-node', host), traits COMPUTE_NODE and OWNER_NOVA,
+  HW_CPU_* from the CPU flags and the driver's own (the libvirt driver's
+  COMPUTE_* capabilities); VCPU from the shared CPUs and PCPU from [compute]
   cpu_dedicated_set (reserved 0, ratio 1.0), MEMORY_MB and DISK_GB (none
   of DISK_GB when instance disks live on shared storage: the root then
   joins the storage aggregate instead). Allocation ratios follow nova (see
@@ -13,7 +14,8 @@ One place decides, for every driver, what the tree looks like:
   (trait HW_NUMA_ROOT) holding that node's VCPU, PCPU and MEMORY_MB instead
   of the root; host reservations are taken from node 0 first;
 - with [pci] report_in_placement, one child '<host>_<address>' (uuid
-  stable_uuid(host, 'pci', address)) per device chosen by [pci]
+  stable_uuid(host, 'pci', address), trait OWNER_NOVA as every device
+  child) per device chosen by [pci]
   device_spec: a plain device or PF offers one PCI_DEVICE (or the spec's
   class); chosen VFs are counted on their PF's provider as SRIOV_NET_VF
   (network class) or PCI_DEVICE; a PF whose VFs are chosen is not offered
@@ -46,6 +48,9 @@ from tracker.providers.provider import inventory
 from tracker.providers.provider import stable_uuid
 
 LOG = logging.getLogger(__name__)
+# nova 34's scheduler asks for it on the root and on every PCI device's
+# provider (request_filter.owner_nova_filter); nova puts it on its GPUs too
+OWNER = 'OWNER_NOVA'
 
 
 def root_uuid(hostname: str) -> str:
@@ -142,7 +147,7 @@ class Layout:
     def _build_root(self) -> None:
         facts, conf = self.facts, self.conf
         root = self.root
-        root.traits = ({'COMPUTE_NODE'} | set(facts.traits)
+        root.traits = ({'COMPUTE_NODE', OWNER} | set(facts.traits)
                        | cpu_traits.traits_for_flags(facts.cpu_flags, facts.arch))
         numa = conf.tracker.numa_providers and facts.numa_nodes
         if not numa:
@@ -189,7 +194,7 @@ class Layout:
             self._device_children[address] = Provider(
                 uuid=device_uuid(self.host, address),
                 name='%s_%s' % (self.host, address),
-                parent_uuid=self.root.uuid)
+                parent_uuid=self.root.uuid, traits={OWNER})
         return self._device_children[address]
 
     def _build_devices(self) -> None:

@@ -24,11 +24,27 @@ from tracker.drivers.errors import DiscoveryError
 from tracker.drivers.facts import PciDevice
 
 _MATCH_KEYS = ('vendor_id', 'product_id', 'address')
-# managed / remote_managed say how nova attaches a device: accepted so a
-# nova device_spec can be reused as is, but nothing to report.
+# managed says how nova attaches a device: accepted so a nova device_spec
+# can be reused as is, but nothing to report. remote_managed VFs make the
+# host COMPUTE_REMOTE_MANAGED_PORTS.
 _KNOWN_KEYS = set(_MATCH_KEYS) | {'resource_class', 'traits',
                                   'physical_network', 'managed',
-                                  'remote_managed'}
+                                  'remote_managed', 'one_time_use',
+                                  'live_migratable'}
+
+
+def _flag(entry: dict[str, Any], key: str) -> bool:
+    """A yes/no key, as nova reads it ('true', 'yes', true...)."""
+    value = entry.get(key, False)
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ('true', 'yes', '1', 'on'):
+        return True
+    if text in ('false', 'no', '0', 'off'):
+        return False
+    raise DiscoveryError('[pci] device_spec %s must be true or false, not %r'
+                         % (key, value))
 _HEX4 = re.compile(r'^(\*|[0-9a-f]{1,4})$')
 
 
@@ -95,6 +111,11 @@ class DeviceSpec:
         if isinstance(traits, str):
             traits = [t for t in traits.split(',') if t.strip()]
         self.traits = {trait(t) for t in traits}
+        self.remote_managed = _flag(entry, 'remote_managed')
+        if _flag(entry, 'live_migratable'):
+            self.traits.add('HW_PCI_LIVE_MIGRATABLE')
+        if _flag(entry, 'one_time_use'):
+            self.traits.add('HW_PCI_ONE_TIME_USE')
         if entry.get('physical_network'):
             # the trait neutron puts on providers of a physnet
             self.traits.add(custom_name('PHYSNET_' + entry['physical_network']))

@@ -31,6 +31,11 @@ ROOT = root_uuid('node1')
 SHARED = '5a1e7c0c-0000-4000-8000-5ba4ed5707a9'
 
 
+# what every host-driver root says besides its CPU flags (this machine is
+# an x86_64, as the fake CPU flags are)
+ROOT_TRAITS = {'COMPUTE_NODE', 'OWNER_NOVA', 'HW_ARCH_X86_64'}
+
+
 def disk_gb(path):
     return psutil.disk_usage(path).total // 1024 ** 3
 
@@ -46,12 +51,15 @@ def root(host, vcpu=8, vcpu_reserved=0, memory=16384, memory_reserved=512,
     if disk:
         inventories['DISK_GB'] = inventory(disk_gb(host.instances_path))
     return Provider(uuid=ROOT, name='node1', inventories=inventories,
-                    traits={'COMPUTE_NODE'} | CPU_TRAITS, **extra)
+                    traits=ROOT_TRAITS | CPU_TRAITS, **extra)
 
 
 def child(name, uuid, inventories, traits=()):
+    """A device's provider (nova's, OWNER_NOVA); NUMA nodes are the
+    agent's own."""
+    owner = set() if 'HW_NUMA_ROOT' in traits else {'OWNER_NOVA'}
     return Provider(uuid=uuid, name=name, parent_uuid=ROOT,
-                    inventories=inventories, traits=set(traits))
+                    inventories=inventories, traits=owner | set(traits))
 
 
 def instances_file(host, conf, instances):

@@ -57,6 +57,17 @@ def test_traits_as_a_list_and_nova_only_keys():
     assert spec.resource_class is None
 
 
+@pytest.mark.parametrize('entry, traits, remote', [
+    ({'one_time_use': 'true'}, {'HW_PCI_ONE_TIME_USE'}, False),
+    ({'live_migratable': 'yes'}, {'HW_PCI_LIVE_MIGRATABLE'}, False),
+    ({'live_migratable': False, 'one_time_use': 'no'}, set(), False),
+    ({'remote_managed': 'true'}, set(), True),
+])
+def test_device_life_flags(entry, traits, remote):
+    spec = specs(entry).match(NVME)
+    assert (spec.traits, spec.remote_managed) == (traits, remote)
+
+
 def test_a_value_may_hold_a_list():
     spec_list = DeviceSpecList(['[{"vendor_id": "144d"}, '
                                 '{"vendor_id": "8086"}]'])
@@ -69,6 +80,7 @@ def test_a_value_may_hold_a_list():
     ('{"address": {"bus": "82", "port": 1}}', 'address has unknown keys port'),
     ('{"product_id": "12345"}', 'product_id must be up to 4 hex digits'),
     ('[1]', 'must be JSON objects'),
+    ('{"one_time_use": "maybe"}', 'one_time_use must be true or false'),
 ])
 def test_bad_specs(value, message):
     with pytest.raises(DiscoveryError, match=message):
