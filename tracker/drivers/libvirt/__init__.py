@@ -125,10 +125,10 @@ class LibvirtDriver(base.Driver):
         nodes = caps.numa_nodes
         if not nodes:
             nodes = host_numa.read_nodes(self._paths())
-        # The cells are what NUMA providers report; the root reports their
-        # sum too, so both layouts agree (getInfo can say less: libvirt's
-        # test:///default says 3 GiB over cells of 2 + 4 GiB).
-        memory_mb: int = sum(n.memory_mb for n in caps.numa_nodes) or info[1]
+        # The root reports getInfo's memory, as nova does; NUMA providers
+        # their cells' (which can differ: libvirt's test:///default says
+        # 3 GiB over cells of 2 + 4 GiB).
+        memory_mb: int = info[1]
         host = facts.HostFacts(
             hostname=self.conf.host,
             cpus=list(range(info[2])), memory_mb=memory_mb,

@@ -1,0 +1,69 @@
+"""The tree the agent reports standalone is the tree nova-compute 34
+reports for the same host.
+
+tests/integration/nova_parity/trees.py runs in nova 34's functional
+virtualenv: for each host shape nova's own compute service (its
+LibvirtDriver, resource tracker and report client, on nova's fakelibvirt
+connection, upstream placement behind nova's fixture) reports its tree,
+and the agent's libvirt driver and layout read the same fake connection.
+Here the two are compared provider by provider: names, parents,
+inventories (total, reserved, min/max unit, step, ratio) and traits,
+OWNER_NOVA and the COMPUTE_* set included. Root uuids differ by design
+(docs/agent.md); nothing else may.
+"""
+import json
+import os
+import subprocess
+
+import pytest
+
+from tests import upstream
+from tests.integration import fixture_suites
+
+pytestmark = pytest.mark.integration
+
+TREES = os.path.join('tests', 'integration', 'nova_parity', 'trees.py')
+
+
+@pytest.fixture(scope='module')
+def trees(tmp_path_factory):
+    venv = fixture_suites.prepare(fixture_suites.NOVA)
+    out = tmp_path_factory.mktemp('parity') / 'trees.json'
+    proc = subprocess.run(
+        [os.path.join(venv, 'bin', 'python'), '-m', 'unittest', TREES],
+        cwd=upstream.TOP, env=upstream.clean_env(PARITY_OUT=str(out)),
+        capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-6000:]
+    with open(out) as f:
+        found: dict = json.load(f)
+    return found
+
+
+def differences(nova, agent):
+    """Every way the agent's tree differs from nova's, in words."""
+    found = []
+    for name in sorted(set(nova) | set(agent)):
+        ours, theirs = agent.get(name), nova.get(name)
+        if ours is None or theirs is None:
+            found.append('%s: only %s reports it'
+                         % (name, 'nova' if ours is None else 'the agent'))
+            continue
+        for key in ('parent', 'inventories'):
+            if ours[key] != theirs[key]:
+                found.append('%s %s: nova %s, agent %s'
+                             % (name, key, theirs[key], ours[key]))
+        for side, extra in (('nova', set(theirs['traits']) - set(ours['traits'])),
+                            ('agent', set(ours['traits']) - set(theirs['traits']))):
+            if extra:
+                found.append('%s traits only %s has: %s'
+                             % (name, side, sorted(extra)))
+    return found
+
+
+def test_plain_host(trees):
+    """Two NUMA nodes, hyperthreads, 16 GiB: CPUs, memory, disk and the
+    root's traits exactly as nova's."""
+    plain = trees['plain']
+    assert 'OWNER_NOVA' in plain['nova']['compute1']['traits']
+    assert len(plain['nova']['compute1']['traits']) > 40
+    assert differences(plain['nova'], plain['agent']) == []
