@@ -67,3 +67,26 @@ def test_plain_host(trees):
     assert 'OWNER_NOVA' in plain['nova']['compute1']['traits']
     assert len(plain['nova']['compute1']['traits']) > 40
     assert differences(plain['nova'], plain['agent']) == []
+
+
+def test_pci_in_placement(trees):
+    """nova's own PCI-in-placement host: plain devices, a one-time-use PF,
+    live-migratable VFs counted on their PF, a physnet spec left to
+    neutron: every device provider as nova's, CUSTOM_PCI_<V>_<P> classes,
+    COMPUTE_MANAGED_PCI_DEVICE, HW_PCI_* and OWNER_NOVA included."""
+    pci = trees['pci']
+    assert len(pci['nova']) == 5
+    assert 'HW_PCI_ONE_TIME_USE' in pci['nova']['compute1_0000:81:02.0']['traits']
+    assert 'HW_PCI_LIVE_MIGRATABLE' in pci['nova']['compute1_0000:81:03.0']['traits']
+    assert differences(pci['nova'], pci['agent']) == []
+
+
+def test_vgpu(trees):
+    """Two GPUs offering one mdev type: nova's '<root>_pci_<address>'
+    providers and VGPU inventories; the agent adds only its documented
+    CUSTOM_MDEV_<TYPE> trait."""
+    vgpu = trees['vgpu']
+    assert len(vgpu['nova']) == 3
+    assert differences(vgpu['nova'], vgpu['agent']) == [
+        '%s traits only agent has: %s' % (name, ['CUSTOM_MDEV_NVIDIA_11'])
+        for name in ('compute1_pci_0000_81_00_0', 'compute1_pci_0000_81_01_0')]

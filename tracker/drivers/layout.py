@@ -13,16 +13,21 @@ One place decides, for every driver, what the tree looks like:
 - with [tracker] numa_providers, one child per NUMA node '<host>_NUMA<n>'
   (trait HW_NUMA_ROOT) holding that node's VCPU, PCPU and MEMORY_MB instead
   of the root; host reservations are taken from node 0 first;
-- with [pci] report_in_placement, one child '<host>_<address>' (uuid
-  stable_uuid(host, 'pci', address), trait OWNER_NOVA as every device
-  child) per device chosen by [pci]
-  device_spec: a plain device or PF offers one PCI_DEVICE (or the spec's
-  class); chosen VFs are counted on their PF's provider as SRIOV_NET_VF
-  (network class) or PCI_DEVICE; a PF whose VFs are chosen is not offered
-  whole;
-- one child per GPU offering its [devices] enabled_mdev_types type: the
-  type's [mdev_<type>] mdev_class (VGPU by default) = available instances +
-  mdevs of that type already there, and the trait CUSTOM_MDEV_<TYPE>.
+- with [pci] report_in_placement, one child '<host>_<ADDRESS>' (upper
+  case; uuid stable_uuid(host, 'pci', address)) per device chosen by [pci]
+  device_spec, as nova 34's PCI-in-placement: a plain device or PF offers
+  one unit of the spec's resource_class, else CUSTOM_PCI_<VENDOR>_<PRODUCT>;
+  chosen VFs are counted on their PF's provider in their own class (a PF
+  whose VFs are chosen is not offered whole, where nova refuses the
+  configuration); traits: the spec's, COMPUTE_MANAGED_PCI_DEVICE,
+  HW_PCI_LIVE_MIGRATABLE, HW_PCI_ONE_TIME_USE (whole devices) and
+  OWNER_NOVA; devices of a spec with physical_network are neutron's and
+  left out;
+- one child '<host>_pci_<dddd>_<bb>_<ss>_<f>' (libvirt's node device name,
+  as nova names it) per GPU offering its [devices] enabled_mdev_types type:
+  the type's [mdev_<type>] mdev_class (VGPU by default) = available
+  instances + mdevs of that type already there, and the traits OWNER_NOVA
+  and CUSTOM_MDEV_<TYPE> (the latter the agent's own).
 
 Instances consume VCPU (PCPU for the vCPUs pinned to dedicated CPUs) and
 MEMORY_MB from the root (or from their NUMA node's provider: the node they
@@ -33,6 +38,7 @@ does not report are not claimed.
 """
 from collections.abc import Iterable
 import logging
+import re
 
 from oslo_config import cfg
 
@@ -189,11 +195,11 @@ class Layout:
                               mem_reserved)
             self.numa[node.id] = child
 
-    def _device_provider(self, address: str) -> Provider:
+    def _device_provider(self, address: str, name: str) -> Provider:
         if address not in self._device_children:
             self._device_children[address] = Provider(
                 uuid=device_uuid(self.host, address),
-                name='%s_%s' % (self.host, address),
+                name='%s_%s' % (self.host, name),
                 parent_uuid=self.root.uuid, traits={OWNER})
         return self._device_children[address]
 
@@ -209,31 +215,28 @@ class Layout:
                 self._add_gpu(device, *offered)
                 continue
             spec = specs.match(device) if reported else None
-            if spec:
+            if spec and not spec.physical_network:
                 chosen[device.address] = (device, spec)
         vf_parents = {d.physfn for d, _ in chosen.values() if d.is_vf}
         for address, (device, spec) in chosen.items():
             if address in vf_parents:
                 continue          # its VFs are offered instead
-            if device.physfn is not None:      # a VF
-                owner = device.physfn
-                default_rc = ('SRIOV_NET_VF' if device.class_id.startswith('02')
-                              else 'PCI_DEVICE')
-            else:
-                owner, default_rc = address, 'PCI_DEVICE'
-            rc = spec.resource_class or default_rc
-            child = self._device_provider(owner)
+            owner = device.physfn if device.physfn is not None else address
+            rc = spec.resource_class or 'CUSTOM_PCI_%s_%s' % (
+                device.vendor_id.upper(), device.product_id.upper())
+            child = self._device_provider(owner, owner.upper())
             record = child.inventories.get(rc)
             _add(child, rc, (record['total'] if record else 0) + 1)
-            child.traits |= spec.traits
-            if rc == 'SRIOV_NET_VF':
-                child.traits.add('HW_NIC_SRIOV')
+            child.traits |= spec.traits | {'COMPUTE_MANAGED_PCI_DEVICE'}
+            if spec.one_time_use and not device.is_vf:
+                child.traits.add('HW_PCI_ONE_TIME_USE')
             self.devices[address] = (child.uuid, rc)
 
     def _add_gpu(self, device: facts_mod.PciDevice, mdev_type: str, rc: str) -> None:
         existing = sum(1 for m in self.facts.mdevs
                        if m.parent == device.address and m.type == mdev_type)
-        child = self._device_provider(device.address)
+        child = self._device_provider(
+            device.address, 'pci_' + re.sub('[:.]', '_', device.address))
         _add(child, rc, device.mdev_types[mdev_type] + existing)
         child.traits.add(pci_spec.custom_name('MDEV_' + mdev_type))
         self.gpus[device.address] = (child.uuid, rc)

@@ -8,8 +8,10 @@ nova's [pci] device_spec::
      "traits": "CUSTOM_X,HW_NIC_SRIOV", "physical_network": "physnet1"}
 
 A device is reported when a spec matches it; the first matching spec
-decides its resource class and traits (physical_network adds the trait
-CUSTOM_PHYSNET_<NAME>). Names that are not standard become CUSTOM_ ones.
+decides its resource class and traits, as nova 34 reads them. A spec with
+physical_network selects devices for neutron's SR-IOV ports, which nova
+keeps out of placement: so does the agent. Names that are not standard
+become CUSTOM_ ones.
 """
 from collections.abc import Iterable
 import fnmatch
@@ -114,11 +116,9 @@ class DeviceSpec:
         self.remote_managed = _flag(entry, 'remote_managed')
         if _flag(entry, 'live_migratable'):
             self.traits.add('HW_PCI_LIVE_MIGRATABLE')
-        if _flag(entry, 'one_time_use'):
-            self.traits.add('HW_PCI_ONE_TIME_USE')
-        if entry.get('physical_network'):
-            # the trait neutron puts on providers of a physnet
-            self.traits.add(custom_name('PHYSNET_' + entry['physical_network']))
+        # a whole device only: nova marks its provider HW_PCI_ONE_TIME_USE
+        self.one_time_use = _flag(entry, 'one_time_use')
+        self.physical_network: str | None = entry.get('physical_network') or None
 
     @staticmethod
     def _hex_id(entry: dict[str, Any], key: str) -> str:

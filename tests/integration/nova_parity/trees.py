@@ -12,6 +12,7 @@ import os
 import sys
 from unittest import mock
 
+import fixtures
 from nova.tests.fixtures import libvirt as fakelibvirt
 from nova.tests.functional.libvirt import base
 from nova.virt.libvirt import host as nova_host
@@ -43,7 +44,7 @@ def agent_tree(connection, hostname, overrides):
     for name in ('virConnect', 'virDomain', 'virStorageVol', 'virStoragePool',
                  'virNodeDevice'):
         if not hasattr(fakelibvirt, name):
-            setattr(fakelibvirt, name, object)
+            setattr(fakelibvirt, name, type(name, (), {}))
     sys.modules['libvirt'] = fakelibvirt
     from tracker.drivers import options
     from tracker.drivers.libvirt import LibvirtDriver
@@ -94,6 +95,47 @@ class Trees(base.ServersTestBase):
         found[shape] = result
         with open(OUT, 'w') as f:
             json.dump(found, f, indent=1, sort_keys=True)
+
+    def _pci_in_placement(self):
+        self.flags(group='pci', report_in_placement=True)
+        # nova's PCI tests do not read the host's sysfs
+        self.useFixture(fixtures.MockPatch('nova.pci.utils.is_physical_function'))
+        self.useFixture(fixtures.MockPatch(
+            'nova.pci.utils.get_function_by_ifname', return_value=(None, False)))
+
+    def test_pci_in_placement(self):
+        """As nova's own test_new_compute_init_with_pci_devs: two plain
+        devices, a one-time-use PF, two PFs' VFs, named traits."""
+        self._pci_in_placement()
+        vendor = fakelibvirt.PCI_VEND_ID
+        spec = [json.dumps(s) for s in (
+            {'vendor_id': vendor, 'product_id': fakelibvirt.PCI_PROD_ID,
+             'traits': 'HW_GPU_API_VULKAN,CUSTOM_GPU,purple'},
+            {'vendor_id': vendor, 'product_id': fakelibvirt.PF_PROD_ID,
+             'address': '0000:81:02.0', 'traits': 'HW_NIC_SRIOV,CUSTOM_PF,pf-white',
+             'one_time_use': 'true'},
+            {'vendor_id': vendor, 'product_id': fakelibvirt.VF_PROD_ID,
+             'address': '0000:81:03.*', 'live_migratable': 'true',
+             'traits': 'HW_NIC_SRIOV_TRUSTED,CUSTOM_VF,vf-red'},
+            {'vendor_id': vendor, 'product_id': fakelibvirt.VF_PROD_ID,
+             'address': '0000:81:02.*', 'physical_network': 'physnet1'})]
+        self.flags(group='pci', device_spec=spec)
+        self._both('pci', fakelibvirt.HostInfo(), {
+            ('pci', 'report_in_placement'): True,
+            ('pci', 'device_spec'): spec},
+            pci_info=fakelibvirt.HostPCIDevicesInfo(
+                num_pci=2, num_pfs=2, num_vfs=4),
+            # live_migratable devices need libvirt 10.0 and QEMU 8.2.2
+            libvirt_version=10000000, qemu_version=8002002)
+
+    def test_vgpu(self):
+        """As nova's vGPU tests: two GPUs offering nvidia-11."""
+        self.flags(enabled_mdev_types=[fakelibvirt.NVIDIA_11_VGPU_TYPE],
+                   group='devices')
+        self._both('vgpu', fakelibvirt.HostInfo(), {
+            ('devices', 'enabled_mdev_types'): [fakelibvirt.NVIDIA_11_VGPU_TYPE]},
+            pci_info=fakelibvirt.HostPCIDevicesInfo(
+                num_pci=0, num_pfs=0, num_vfs=0, num_mdevcap=2))
 
     def test_plain_host(self):
         self._both('plain', fakelibvirt.HostInfo(

@@ -86,13 +86,14 @@ def child(name, uuid, inventories, traits=()):
 
 
 DEVICE_PROVIDERS = [
-    child('node1_0000:05:00.0', NVME, {'PCI_DEVICE': inventory(1)}),
-    child('node1_0000:41:00.0', GPU1, {'VGPU': inventory(16)},
+    child('node1_0000:05:00.0', NVME, {'CUSTOM_PCI_144D_A808': inventory(1)},
+          {'COMPUTE_MANAGED_PCI_DEVICE'}),
+    child('node1_pci_0000_41_00_0', GPU1, {'VGPU': inventory(16)},
           {'CUSTOM_MDEV_NVIDIA_222'}),
-    child('node1_0000:42:00.0', GPU2, {'VGPU': inventory(16)},
+    child('node1_pci_0000_42_00_0', GPU2, {'VGPU': inventory(16)},
           {'CUSTOM_MDEV_NVIDIA_222'}),
-    child('node1_0000:81:00.0', NIC, {'SRIOV_NET_VF': inventory(4)},
-          {'HW_NIC_SRIOV'}),
+    child('node1_0000:81:00.0', NIC, {'CUSTOM_PCI_8086_1515': inventory(4)},
+          {'COMPUTE_MANAGED_PCI_DEVICE'}),
 ]
 
 
@@ -119,7 +120,7 @@ def test_devices_host_tree_and_allocations(devices_host):
         LOCAL: {ROOT: {'VCPU': 2, 'MEMORY_MB': 2048, 'DISK_GB': 26}},
         VOLUME: {ROOT: {'VCPU': 4, 'MEMORY_MB': 4096}},
         PCI: {ROOT: {'VCPU': 2, 'MEMORY_MB': 1024, 'DISK_GB': 10},
-              NIC: {'SRIOV_NET_VF': 2}, NVME: {'PCI_DEVICE': 1}},
+              NIC: {'CUSTOM_PCI_8086_1515': 2}, NVME: {'CUSTOM_PCI_144D_A808': 1}},
         MDEV: {ROOT: {'VCPU': 4, 'MEMORY_MB': 8192, 'DISK_GB': 11},
                GPU1: {'VGPU': 1}},
     }
@@ -177,7 +178,7 @@ def test_numa_nodes_from_sysfs_when_libvirt_shows_none(devices_host,
         LOCAL: {numa0: {'VCPU': 2, 'MEMORY_MB': 2048}, ROOT: {'DISK_GB': 26}},
         VOLUME: {numa0: {'VCPU': 4, 'MEMORY_MB': 4096}},
         PCI: {numa0: {'VCPU': 2, 'MEMORY_MB': 1024}, ROOT: {'DISK_GB': 10},
-              NIC: {'SRIOV_NET_VF': 2}, NVME: {'PCI_DEVICE': 1}},
+              NIC: {'CUSTOM_PCI_8086_1515': 2}, NVME: {'CUSTOM_PCI_144D_A808': 1}},
         # bound to node 1 by <numatune>
         MDEV: {numa1: {'VCPU': 4, 'MEMORY_MB': 8192}, ROOT: {'DISK_GB': 11},
                GPU1: {'VGPU': 1}},

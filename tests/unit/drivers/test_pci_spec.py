@@ -46,8 +46,9 @@ def test_names_are_normalized():
                   'traits': 'hw_nic_sriov, fast-lane ,CUSTOM_GOLD',
                   'physical_network': 'physnet-1'}).match(VF)
     assert spec.resource_class == 'SRIOV_NET_VF'
-    assert spec.traits == {'HW_NIC_SRIOV', 'CUSTOM_FAST_LANE', 'CUSTOM_GOLD',
-                           'CUSTOM_PHYSNET_PHYSNET_1'}
+    assert spec.traits == {'HW_NIC_SRIOV', 'CUSTOM_FAST_LANE', 'CUSTOM_GOLD'}
+    # neutron's device: nova (and the agent) keep it out of placement
+    assert spec.physical_network == 'physnet-1'
 
 
 def test_traits_as_a_list_and_nova_only_keys():
@@ -57,15 +58,16 @@ def test_traits_as_a_list_and_nova_only_keys():
     assert spec.resource_class is None
 
 
-@pytest.mark.parametrize('entry, traits, remote', [
-    ({'one_time_use': 'true'}, {'HW_PCI_ONE_TIME_USE'}, False),
-    ({'live_migratable': 'yes'}, {'HW_PCI_LIVE_MIGRATABLE'}, False),
-    ({'live_migratable': False, 'one_time_use': 'no'}, set(), False),
-    ({'remote_managed': 'true'}, set(), True),
+@pytest.mark.parametrize('entry, traits, remote, one_time_use', [
+    ({'one_time_use': 'true'}, set(), False, True),
+    ({'live_migratable': 'yes'}, {'HW_PCI_LIVE_MIGRATABLE'}, False, False),
+    ({'live_migratable': False, 'one_time_use': 'no'}, set(), False, False),
+    ({'remote_managed': 'true'}, set(), True, False),
 ])
-def test_device_life_flags(entry, traits, remote):
+def test_device_life_flags(entry, traits, remote, one_time_use):
     spec = specs(entry).match(NVME)
-    assert (spec.traits, spec.remote_managed) == (traits, remote)
+    assert (spec.traits, spec.remote_managed, spec.one_time_use) == \
+        (traits, remote, one_time_use)
 
 
 def test_a_value_may_hold_a_list():
