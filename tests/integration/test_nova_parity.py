@@ -27,13 +27,22 @@ TREES = os.path.join('tests', 'integration', 'nova_parity', 'trees.py')
 
 @pytest.fixture(scope='module')
 def trees(tmp_path_factory):
+    """Every shape beside upstream placement, and the scheduler's request
+    again with our server behind nova's fixture."""
     venv = fixture_suites.prepare(fixture_suites.NOVA)
-    out = tmp_path_factory.mktemp('parity') / 'trees.json'
-    proc = subprocess.run(
-        [os.path.join(venv, 'bin', 'python'), '-m', 'unittest', TREES],
-        cwd=upstream.TOP, env=upstream.clean_env(PARITY_OUT=str(out)),
-        capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-6000:]
+    work = tmp_path_factory.mktemp('parity')
+    out = work / 'trees.json'
+    for args, extra in (([], {}), (['-k', 'scheduler'], {
+            'PYTHONPATH': fixture_suites.BEHIND_FIXTURE,
+            'PLACEMENT_FIXTURE_APP': 'ours',
+            'PLACEMENT_FIXTURE_DBDIR': str(work),
+            'PLACEMENT_FIXTURE_LOG': str(work / 'apps.log')})):
+        proc = subprocess.run(
+            [os.path.join(venv, 'bin', 'python'), '-m', 'unittest'] + args
+            + [TREES], cwd=upstream.TOP,
+            env=upstream.clean_env(PARITY_OUT=str(out), **extra),
+            capture_output=True, text=True, timeout=900)
+        assert proc.returncode == 0, proc.stderr[-6000:]
     with open(out) as f:
         found: dict = json.load(f)
     return found
@@ -90,3 +99,19 @@ def test_vgpu(trees):
     assert differences(vgpu['nova'], vgpu['agent']) == [
         '%s traits only agent has: %s' % (name, ['CUSTOM_MDEV_NVIDIA_11'])
         for name in ('compute1_pci_0000_81_00_0', 'compute1_pci_0000_81_01_0')]
+
+
+@pytest.mark.parametrize('server', ['upstream', 'ours'])
+def test_nova_scheduler_finds_the_agents_host(trees, server):
+    """nova 34's request for a qcow2 image asking virtio disk, NIC and
+    video, built by its own request filters (OWNER_NOVA and the image
+    traits required on the root, COMPUTE_STATUS_DISABLED forbidden):
+    placement offers the agent's host, beside nova's own."""
+    found = trees['scheduler-' + server]
+    assert found['root_required'] == [
+        'COMPUTE_GRAPHICS_MODEL_VIRTIO', 'COMPUTE_IMAGE_TYPE_QCOW2',
+        'COMPUTE_NET_VIF_MODEL_VIRTIO', 'COMPUTE_STORAGE_BUS_VIRTIO',
+        'OWNER_NOVA']
+    assert found['root_forbidden'] == ['COMPUTE_STATUS_DISABLED']
+    assert found['agent_root'] in found['providers']
+    assert len(found['providers']) == 2       # nova's compute1 too

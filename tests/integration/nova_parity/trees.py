@@ -13,6 +13,10 @@ import sys
 from unittest import mock
 
 import fixtures
+from nova import context
+from nova import objects
+from nova.scheduler import request_filter
+from nova.scheduler import utils as sched_utils
 from nova.tests.fixtures import libvirt as fakelibvirt
 from nova.tests.functional.libvirt import base
 from nova.virt.libvirt import host as nova_host
@@ -38,8 +42,44 @@ def nova_tree(api, root_uuid):
     return tree
 
 
+def record(key, value):
+    found = {}
+    if os.path.exists(OUT):
+        with open(OUT) as f:
+            found = json.load(f)
+    found[key] = value
+    with open(OUT, 'w') as f:
+        json.dump(found, f, indent=1, sort_keys=True)
+
+
+def write_tree(api, providers):
+    """The agent's providers into placement, parents first."""
+    for p in providers:
+        api.post('/resource_providers', {
+            'uuid': p.uuid, 'name': p.name,
+            'parent_provider_uuid': p.parent_uuid}, version='1.39')
+        for trait in p.traits:
+            if trait.startswith('CUSTOM_'):
+                api.put('/traits/' + trait, None, version='1.39')
+        api.put('/resource_providers/%s/inventories' % p.uuid, {
+            'resource_provider_generation': 0,
+            'inventories': p.inventories}, version='1.39')
+        api.put('/resource_providers/%s/traits' % p.uuid, {
+            'resource_provider_generation': 1,
+            'traits': sorted(p.traits)}, version='1.39')
+
+
 def agent_tree(connection, hostname, overrides):
     """The agent's tree for the fake connection, by its own driver."""
+    providers, _ = agent_providers(connection, hostname, overrides)
+    names = {p.uuid: p.name for p in providers}
+    return {p.name: {'parent': names.get(p.parent_uuid),
+                     'inventories': p.inventories,
+                     'traits': sorted(p.traits)} for p in providers}
+
+
+def agent_providers(connection, hostname, overrides):
+    """The agent's providers and root uuid for the fake connection."""
     # the fake lacks the classes the driver names in its annotations
     for name in ('virConnect', 'virDomain', 'virStorageVol', 'virStoragePool',
                  'virNodeDevice'):
@@ -62,10 +102,7 @@ def agent_tree(connection, hostname, overrides):
             mock.patch('tracker.drivers.host.disk.disk_gb',
                        return_value=GIB_DISK):
         snapshot = driver.discover()
-    names = {p.uuid: p.name for p in snapshot.providers}
-    return {p.name: {'parent': names.get(p.parent_uuid),
-                     'inventories': p.inventories,
-                     'traits': sorted(p.traits)} for p in snapshot.providers}
+    return snapshot.providers, snapshot.root.uuid
 
 
 class Trees(base.ServersTestBase):
@@ -88,13 +125,7 @@ class Trees(base.ServersTestBase):
         connection = self.computes[hostname].driver._host.get_connection()
         result = {'nova': nova_tree(self.placement, root),
                   'agent': agent_tree(connection, hostname, dict(overrides))}
-        found = {}
-        if os.path.exists(OUT):
-            with open(OUT) as f:
-                found = json.load(f)
-        found[shape] = result
-        with open(OUT, 'w') as f:
-            json.dump(found, f, indent=1, sort_keys=True)
+        record(shape, result)
 
     def _pci_in_placement(self):
         self.flags(group='pci', report_in_placement=True)
@@ -136,6 +167,41 @@ class Trees(base.ServersTestBase):
             ('devices', 'enabled_mdev_types'): [fakelibvirt.NVIDIA_11_VGPU_TYPE]},
             pci_info=fakelibvirt.HostPCIDevicesInfo(
                 num_pci=0, num_pfs=0, num_vfs=0, num_mdevcap=2))
+
+    def test_scheduler_finds_the_agents_host(self):
+        """A nova 34 request, through nova's own request filters (image
+        type and image metadata prefilters on, owner_nova_filter active:
+        every nova-compute here is at 34), against the agent's tree
+        written to placement beside nova's."""
+        self.flags(query_placement_for_image_type_support=True,
+                   image_metadata_prefilter=True, group='scheduler')
+        hostname = self.start_compute('compute1', host_info=fakelibvirt.HostInfo())
+        connection = self.computes[hostname].driver._host.get_connection()
+        tree, root = agent_providers(connection, 'agent1', {})
+        write_tree(self.placement, tree)
+        ctxt = context.get_admin_context()
+        spec = objects.RequestSpec(
+            flavor=objects.Flavor(vcpus=2, memory_mb=1024, root_gb=10,
+                                  ephemeral_gb=0, swap=0, extra_specs={}),
+            image=objects.ImageMeta.from_dict({
+                'disk_format': 'qcow2', 'properties': {
+                    'hw_disk_bus': 'virtio', 'hw_vif_model': 'virtio',
+                    'hw_video_model': 'virtio'}}),
+            is_bfv=False, project_id='p', user_id='u',
+            availability_zone=None, requested_resources=[],
+            pci_requests=objects.InstancePCIRequests(requests=[]))
+        request_filter.process_reqspec(ctxt, spec)
+        query = sched_utils.ResourceRequest.from_request_spec(
+            spec).to_querystring()
+        found = self.placement.get('/allocation_candidates?' + query,
+                                   version='1.39').body
+        roots = sorted({rp for req in found['allocation_requests']
+                        for rp in req['allocations']})
+        record('scheduler-' + os.environ.get('PLACEMENT_FIXTURE_APP',
+                                             'upstream'),
+               {'query': query, 'agent_root': root, 'providers': roots,
+                'root_required': sorted(spec.root_required),
+                'root_forbidden': sorted(spec.root_forbidden)})
 
     def test_plain_host(self):
         self._both('plain', fakelibvirt.HostInfo(
