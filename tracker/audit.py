@@ -27,6 +27,7 @@ from tracker.placement.http import Write
 from tracker.placement.known import ConsumerRecord
 from tracker.providers import diff as diff_mod
 from tracker.providers.provider import Provider
+from tracker.providers.provider import keep_one_time_use
 from tracker.providers.provider import keep_placement_ratios
 
 if TYPE_CHECKING:     # commands that only read a report need no client
@@ -115,6 +116,8 @@ def provider_drift(desired: Iterable[Provider], actual: Iterable[Provider]) -> l
             continue
         # a ratio nova's rule leaves to placement is not drift
         provider = keep_placement_ratios(provider, held)
+        # a one-time-use device reserved by its last use is not drift
+        provider = keep_one_time_use(provider, held, lambda: {})
         if provider.name != held.name:
             drift.append(Drift('provider_name_differs', uuid, provider.name,
                                {'host': provider.name, 'placement': held.name}))

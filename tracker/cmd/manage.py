@@ -5,6 +5,8 @@
   aggregates remove-host AGG HOST
   refresh --host H                    ask H's agent for a cycle now (RPC cast)
   audit --host H [--json]             ask H's agent for its drift (RPC call)
+  device clean ADDRESS [--host H]     lower a cleaned one-time-use device's
+                                      reserved inventory (standalone agent)
 """
 import argparse
 import json
@@ -54,6 +56,16 @@ def _parser() -> argparse.ArgumentParser:
     audit.add_argument('--json', action='store_true')
     audit.add_argument('--timeout', type=int, default=60,
                        help='seconds to wait for the agent')
+    device = sub.add_parser('device', help="one device's provider")
+    common.add_config_args(device)
+    device_sub = device.add_subparsers(dest='action', required=True,
+                                       parser_class=common.Parser)
+    clean = device_sub.add_parser(
+        'clean', help='a one-time-use device was cleaned: offer it again')
+    common.add_config_args(clean)
+    clean.add_argument('address', help='PCI address, e.g. 0000:81:00.0')
+    clean.add_argument('--host', help='the agent\'s [DEFAULT] host (default: '
+                       'this configuration\'s)')
     return parser
 
 
@@ -126,11 +138,31 @@ def audit(conf: cfg.ConfigOpts, args: argparse.Namespace) -> int:
     return audit_mod.EXIT_IN_SYNC if report['in_sync'] else audit_mod.EXIT_DRIFT
 
 
+def device(conf: cfg.ConfigOpts, args: argparse.Namespace) -> int:
+    from tracker.drivers import layout
+    from tracker.drivers import pci_spec
+    from tracker.placement import devices
+    from tracker.placement import errors
+    address = pci_spec.canonical_address(args.address)
+    if address is None:
+        return common.fail(PROG, 'not a PCI address: %r' % args.address)
+    host = args.host or conf.host
+    name = '%s_%s' % (host, address.upper())
+    client = _report_client(conf)
+    try:
+        lowered = devices.clean(client.http, layout.device_uuid(host, address), name)
+    except errors.PlacementError as exc:
+        return common.fail(PROG, 'device clean %s failed: %s' % (address, exc))
+    print('%s: reserved lowered for %s' % (name, ', '.join(lowered)) if lowered
+          else '%s: not reserved, nothing to clean' % name)
+    return 0
+
+
 def _main(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
     conf = common.load_conf(args, PROG)
     return {'aggregates': aggregates, 'refresh': refresh,
-            'audit': audit}[args.command](conf, args)
+            'audit': audit, 'device': device}[args.command](conf, args)
 
 
 def main(argv: list[str] | None = None) -> int:

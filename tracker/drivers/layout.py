@@ -20,9 +20,10 @@ One place decides, for every driver, what the tree looks like:
   chosen VFs are counted on their PF's provider in their own class (a PF
   whose VFs are chosen is not offered whole, where nova refuses the
   configuration); traits: the spec's, COMPUTE_MANAGED_PCI_DEVICE,
-  HW_PCI_LIVE_MIGRATABLE, HW_PCI_ONE_TIME_USE (whole devices) and
-  OWNER_NOVA; devices of a spec with physical_network are neutron's and
-  left out;
+  HW_PCI_LIVE_MIGRATABLE, HW_PCI_ONE_TIME_USE (whole devices: reserved =
+  total while an instance uses one, kept by placement after, see
+  provider.keep_one_time_use) and OWNER_NOVA; devices of a spec with
+  physical_network are neutron's and left out;
 - one child '<host>_pci_<dddd>_<bb>_<ss>_<f>' (libvirt's node device name,
   as nova names it) per GPU offering its [devices] enabled_mdev_types type:
   the type's [mdev_<type>] mdev_class (VGPU by default) = available
@@ -230,6 +231,7 @@ class Layout:
             child.traits |= spec.traits | {'COMPUTE_MANAGED_PCI_DEVICE'}
             if spec.one_time_use and not device.is_vf:
                 child.traits.add('HW_PCI_ONE_TIME_USE')
+                child.one_time_use.add(rc)
             self.devices[address] = (child.uuid, rc)
 
     def _add_gpu(self, device: facts_mod.PciDevice, mdev_type: str, rc: str) -> None:
@@ -261,6 +263,7 @@ class Layout:
         for address in inst.pci_addresses:
             if address in self.devices:
                 claim(*self.devices[address], 1)
+                self._used_once(*self.devices[address])
             else:
                 LOG.debug('instance %s uses unreported device %s',
                           inst.uuid, address)
@@ -276,6 +279,15 @@ class Layout:
         return base.Instance(uuid=inst.uuid, name=inst.name,
                              project_id=inst.project_id, user_id=inst.user_id,
                              allocations=claims)
+
+    def _used_once(self, provider_uuid: str, rc: str) -> None:
+        """A one-time-use device in use: reserved = total (nova's rule;
+        see provider.keep_one_time_use for when it is written)."""
+        child = next(p for p in self._device_children.values()
+                     if p.uuid == provider_uuid)
+        if rc in child.one_time_use:
+            record = child.inventories[rc]
+            record['reserved'] = record['total']
 
     def _cpu_demands(self, inst: facts_mod.InstanceFacts) -> dict[str, int]:
         """{VCPU: n, PCPU: m}: a vCPU pinned to a dedicated CPU (or every

@@ -50,6 +50,19 @@ def _flag(entry: dict[str, Any], key: str) -> bool:
 _HEX4 = re.compile(r'^(\*|[0-9a-f]{1,4})$')
 
 
+_ADDRESS = re.compile(r'^(?:([0-9a-f]{1,4}):)?([0-9a-f]{1,2}):([0-9a-f]{1,2})\.([0-7])$')
+
+
+def canonical_address(text: str) -> str | None:
+    """'81:0.1' or '0000:81:00.1' -> '0000:81:00.1'; None if not one."""
+    match = _ADDRESS.match(text.strip().lower())
+    if match is None:
+        return None
+    domain, bus, slot, function = match.groups()
+    return '%04x:%02x:%02x.%x' % (int(domain or '0', 16), int(bus, 16),
+                                  int(slot, 16), int(function, 16))
+
+
 def custom_name(name: object) -> str:
     """``name`` as a CUSTOM_ name placement accepts (upper, [A-Z0-9_])."""
     norm = re.sub(r'[^A-Z0-9_]', '_', str(name).strip().upper())

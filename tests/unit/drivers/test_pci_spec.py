@@ -6,6 +6,7 @@ import pytest
 from tracker.drivers.errors import DiscoveryError
 from tracker.drivers.facts import PciDevice
 from tracker.drivers.pci_spec import DeviceSpecList
+from tracker.drivers.pci_spec import canonical_address
 
 VF = PciDevice('0000:82:01.3', '8086', '1515', '020000',
                physfn='0000:81:00.0')
@@ -87,3 +88,11 @@ def test_a_value_may_hold_a_list():
 def test_bad_specs(value, message):
     with pytest.raises(DiscoveryError, match=message):
         DeviceSpecList([value])
+
+
+@pytest.mark.parametrize('text, address', [
+    ('0000:81:00.1', '0000:81:00.1'), ('81:0.1', '0000:81:00.1'),
+    (' 0000:AF:1F.7 ', '0000:af:1f.7'), ('81:00.8', None), ('eth0', None),
+    ('0000:81:00', None)])
+def test_canonical_address(text, address):
+    assert canonical_address(text) == address
