@@ -11,6 +11,7 @@ from oslo_config import cfg
 import pytest
 
 from tests.functional.report_client_fixtures import placement  # noqa: F401 (fixture)
+from tracker.drivers import drains
 from tracker.drivers import facts
 from tracker.drivers import layout
 from tracker.drivers import options
@@ -114,3 +115,40 @@ def test_one_time_use_device(placement, conf):  # noqa: F811 (fixture)
     cycle(client, conf)
     assert [s for s in placement.since(marker) if s[0] != 'GET'] == []
     assert device(placement)[0] == 0
+
+
+def test_drained_device(placement, conf, tmp_path):  # noqa: F811 (fixture)
+    """Drained by the operator (tracker-manage device drain writes the
+    agent's drains file): no new allocation, the instance's kept."""
+    conf.set_override('device_spec', [json.dumps(
+        {'vendor_id': '10de', 'product_id': '20b5'})], 'pci')
+    conf.set_override('state_path', str(tmp_path), 'tracker')
+    client = placement.client()
+    cycle(client, conf, [vm()])
+    cycle(client, conf, [vm()])
+    assert device(placement) == (0, {'OWNER_NOVA', 'COMPUTE_MANAGED_PCI_DEVICE'})
+
+    drains.save(str(tmp_path), 'node1', {ADDRESS: 'ECC errors'})
+    marker = placement.count()
+    cycle(client, conf, [vm()])
+    assert sorted(s for s in placement.since(marker) if s[0] != 'GET') == [
+        INVENTORY_PUT, ('PUT', '/resource_providers/%s/traits' % GPU),
+        ('PUT', '/traits/CUSTOM_DEVICE_DRAINED')]
+    assert device(placement) == (1, {'OWNER_NOVA', 'COMPUTE_MANAGED_PCI_DEVICE',
+                                     'CUSTOM_DEVICE_DRAINED'})
+    assert placement.other_writer().get(
+        '/allocations/%s' % VM, microversion='1.39').json()['allocations'][
+            GPU]['resources'] == {RC: 1}
+    marker = placement.count()
+    cycle(client, conf, [vm()])
+    assert [s for s in placement.since(marker) if s[0] != 'GET'] == []
+
+    drains.save(str(tmp_path), 'node1', {})
+    marker = placement.count()
+    cycle(client, conf, [vm()])
+    assert sorted(s for s in placement.since(marker) if s[0] != 'GET') == [
+        INVENTORY_PUT, ('PUT', '/resource_providers/%s/traits' % GPU)]
+    assert device(placement) == (0, {'OWNER_NOVA', 'COMPUTE_MANAGED_PCI_DEVICE'})
+    marker = placement.count()
+    cycle(client, conf, [vm()])
+    assert [s for s in placement.since(marker) if s[0] != 'GET'] == []

@@ -1,5 +1,7 @@
 """tracker-manage device: the operator's side of a device's life, as a
 real command against a real placement-server."""
+import json
+
 import pytest
 import requests
 
@@ -55,3 +57,24 @@ def test_device_clean_errors(server, host, tmp_path, args, message):
     out = env.run('tracker-manage', conf, 'device', 'clean', *args)
     assert out.returncode == 1
     assert out.stderr.strip() == 'tracker-manage: ' + message
+
+
+def test_device_drain_and_undrain(server, host, tmp_path):
+    _, path = host
+    conf = env.write_conf(tmp_path / 'tracker.conf', server.url, path, HOST)
+    drained = tmp_path / ('drained-devices-%s.json' % HOST)
+
+    out = env.run('tracker-manage', conf, 'device', 'drain', '81:00.0',
+                  '--reason', 'AER  fatal errors')
+    assert (out.returncode, out.stdout.strip()) == (
+        0, '%s drained on %s from its next cycle' % (ADDRESS, HOST)), out.stderr
+    assert json.loads(drained.read_text()) == {ADDRESS: 'AER fatal errors'}
+
+    out = env.run('tracker-manage', conf, 'device', 'undrain', ADDRESS)
+    assert out.stdout.strip() == '%s undrained on %s from its next cycle' % (ADDRESS, HOST)
+    assert json.loads(drained.read_text()) == {}
+    out = env.run('tracker-manage', conf, 'device', 'undrain', ADDRESS)
+    assert (out.returncode, out.stdout.strip()) == (0, '%s was not drained' % ADDRESS)
+
+    out = env.run('tracker-manage', conf, 'device', 'drain', ADDRESS)
+    assert out.returncode == 2 and '--reason' in out.stderr

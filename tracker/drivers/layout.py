@@ -46,6 +46,7 @@ from oslo_config import cfg
 from tracker import nova_opts
 from tracker.drivers import base
 from tracker.drivers import cpu_traits
+from tracker.drivers import drains
 from tracker.drivers import facts as facts_mod
 from tracker.drivers import pci_spec
 from tracker.providers.provider import Inventory
@@ -124,6 +125,9 @@ class Layout:
         if conf.tracker.numa_providers and facts.numa_nodes:
             self._build_numa()
         self._build_devices()
+        # address -> reason, for the devices this tree reports
+        self.drained: dict[str, str] = {}
+        self._drain(drains.load(conf.tracker.state_path, self.host))
 
     @property
     def providers(self) -> list[Provider]:
@@ -233,6 +237,22 @@ class Layout:
                 child.traits.add('HW_PCI_ONE_TIME_USE')
                 child.one_time_use.add(rc)
             self.devices[address] = (child.uuid, rc)
+
+    def _drain(self, drained: dict[str, str]) -> None:
+        """No new allocation on a drained device (see drivers/drains.py)."""
+        for address, reason in sorted(drained.items()):
+            target = self.devices.get(address) or self.gpus.get(address)
+            if target is None:
+                LOG.warning('drained device %s is not reported; ignored', address)
+                continue
+            uuid, rc = target
+            child = next(p for p in self._device_children.values() if p.uuid == uuid)
+            record = child.inventories[rc]
+            whole = address in self.gpus or address in self._device_children
+            record['reserved'] = (record['total'] if whole
+                                  else min(record['total'], record['reserved'] + 1))
+            child.traits.add(drains.TRAIT)
+            self.drained[address] = reason
 
     def _add_gpu(self, device: facts_mod.PciDevice, mdev_type: str, rc: str) -> None:
         existing = sum(1 for m in self.facts.mdevs
