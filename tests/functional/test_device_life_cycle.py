@@ -11,6 +11,8 @@ from oslo_config import cfg
 import pytest
 
 from tests.functional.report_client_fixtures import placement  # noqa: F401 (fixture)
+from tracker import audit
+from tracker import metrics
 from tracker.drivers import drains
 from tracker.drivers import facts
 from tracker.drivers import layout
@@ -38,12 +40,16 @@ def conf():
     conf.reset()
 
 
-def cycle(client, conf, instances=()):
-    """One agent cycle: discover, sync providers, sync allocations."""
+def discover(conf, instances=()):
     host = facts.HostFacts(
         hostname='node1', cpus=list(range(8)), memory_mb=16384, disk_gb=100,
         pci_devices=[facts.PciDevice(ADDRESS, '10de', '20b5', '030200')])
-    snapshot = layout.Layout(host, conf).snapshot(instances)
+    return layout.Layout(host, conf).snapshot(instances)
+
+
+def cycle(client, conf, instances=()):
+    """One agent cycle: discover, sync providers, sync allocations."""
+    snapshot = discover(conf, instances)
     result = client.sync(snapshot.providers, snapshot.instances)
     assert result.errors == []
     assert client.sync_allocations(ROOT, snapshot.instances).errors == []
@@ -142,6 +148,14 @@ def test_drained_device(placement, conf, tmp_path):  # noqa: F811 (fixture)
     marker = placement.count()
     cycle(client, conf, [vm()])
     assert [s for s in placement.since(marker) if s[0] != 'GET'] == []
+    # the audit names it, with its reason, and finds no drift
+    report = audit.audit(discover(conf, [vm()]), client)
+    assert report.in_sync and report.drained == {ADDRESS: 'ECC errors'}
+    assert '  0000:81:00.0: ECC errors' in report.as_text().splitlines()
+    gauges = metrics.Metrics()
+    gauges.devices_drained(report.drained)
+    assert ('tracker_device_drained{address="0000:81:00.0",reason="ECC errors"} 1.0'
+            in gauges.exposition().splitlines())
 
     drains.save(str(tmp_path), 'node1', {})
     marker = placement.count()
@@ -152,3 +166,5 @@ def test_drained_device(placement, conf, tmp_path):  # noqa: F811 (fixture)
     marker = placement.count()
     cycle(client, conf, [vm()])
     assert [s for s in placement.since(marker) if s[0] != 'GET'] == []
+    gauges.devices_drained(discover(conf, [vm()]).drained)
+    assert 'tracker_device_drained{' not in gauges.exposition()

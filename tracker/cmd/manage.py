@@ -144,7 +144,8 @@ def audit(conf: cfg.ConfigOpts, args: argparse.Namespace) -> int:
     else:
         print(audit_mod.AuditReport(
             report['host'], [audit_mod.Drift(**d) for d in report['drift']],
-            [audit_mod.Drift(**d) for d in report['foreign']]).as_text())
+            [audit_mod.Drift(**d) for d in report['foreign']],
+            drained=report.get('drained', {})).as_text())
     return audit_mod.EXIT_IN_SYNC if report['in_sync'] else audit_mod.EXIT_DRIFT
 
 

@@ -347,4 +347,5 @@ class Layout:
     def snapshot(self, instances: Iterable[facts_mod.InstanceFacts]) -> base.HostSnapshot:
         return base.HostSnapshot(
             hostname=self.host, providers=self.providers,
-            instances=[self.instance(i) for i in instances])
+            instances=[self.instance(i) for i in instances],
+            drained=dict(self.drained))
