@@ -241,10 +241,10 @@ class Layout:
     def _drain(self, drained: dict[str, str]) -> None:
         """No new allocation on a drained device (see drivers/drains.py)."""
         for address, reason in sorted(drained.items()):
+            self.drained[address] = reason      # for the audit and metrics
             target = self.devices.get(address) or self.gpus.get(address)
             if target is None:
-                LOG.warning('drained device %s is not reported; ignored', address)
-                continue
+                continue        # not (or no longer) reported
             uuid, rc = target
             child = next(p for p in self._device_children.values() if p.uuid == uuid)
             record = child.inventories[rc]
@@ -252,7 +252,6 @@ class Layout:
             record['reserved'] = (record['total'] if whole
                                   else min(record['total'], record['reserved'] + 1))
             child.traits.add(drains.TRAIT)
-            self.drained[address] = reason
 
     def _add_gpu(self, device: facts_mod.PciDevice, mdev_type: str, rc: str) -> None:
         existing = sum(1 for m in self.facts.mdevs
