@@ -142,6 +142,7 @@ class Agent(service.ServiceBase):  # type: ignore[misc, unused-ignore]
         """The host as the driver sees it, plus the operator's provider
         config (re-read each time: editing it needs no restart)."""
         snapshot = self._ensure_driver().discover()
+        self.metrics.devices_drained(snapshot.drained)
         if self._provider_config is None:
             self._provider_config = provider_config.ProviderConfigSource(
                 self.conf.compute.provider_config_location)

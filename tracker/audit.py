@@ -27,6 +27,7 @@ from tracker.placement.http import Write
 from tracker.placement.known import ConsumerRecord
 from tracker.providers import diff as diff_mod
 from tracker.providers.provider import Provider
+from tracker.providers.provider import keep_one_time_use
 from tracker.providers.provider import keep_placement_ratios
 
 if TYPE_CHECKING:     # commands that only read a report need no client
@@ -115,6 +116,8 @@ def provider_drift(desired: Iterable[Provider], actual: Iterable[Provider]) -> l
             continue
         # a ratio nova's rule leaves to placement is not drift
         provider = keep_placement_ratios(provider, held)
+        # a one-time-use device reserved by its last use is not drift
+        provider = keep_one_time_use(provider, held, lambda: {})
         if provider.name != held.name:
             drift.append(Drift('provider_name_differs', uuid, provider.name,
                                {'host': provider.name, 'placement': held.name}))
@@ -207,6 +210,8 @@ class AuditReport:
     errors: list[str] = dataclasses.field(default_factory=list)   # writes refused
     # the writes themselves, bodies included (http.Write): ``writes`` lists them
     written: list[Write] = dataclasses.field(default_factory=list, repr=False)
+    # devices taken out of scheduling on purpose (not drift): {address: reason}
+    drained: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def in_sync(self) -> bool:
@@ -224,7 +229,8 @@ class AuditReport:
                 'foreign': [d.as_dict() for d in self.foreign],
                 'fixed': self.fixed, 'writes': self.writes,
                 'remaining': [d.as_dict() for d in self.remaining],
-                'held': [d.as_dict() for d in self.held], 'errors': self.errors}
+                'held': [d.as_dict() for d in self.held], 'errors': self.errors,
+                'drained': dict(self.drained)}
 
     def as_text(self) -> str:
         lines: list[str] = []
@@ -237,6 +243,9 @@ class AuditReport:
         if self.foreign:
             lines.append('kept, written by others:')
             lines += ['  ' + d.describe() for d in self.foreign]
+        if self.drained:
+            lines.append('drained devices (no new allocation):')
+            lines += ['  %s: %s' % item for item in sorted(self.drained.items())]
         if self.held:
             lines.append('left alone, a migration in flight:')
             lines += ['  ' + d.describe() for d in self.held]
@@ -286,7 +295,7 @@ def audit(snapshot: HostSnapshot, client: 'ReportClient', fix: bool = False,
     are recorded, not sent (ReportClient.dry_run): what it lists is what
     --fix sends, from the one code that writes."""
     drift, foreign = _drift(snapshot, client, authoritative)
-    report = AuditReport(snapshot.hostname, drift, foreign)
+    report = AuditReport(snapshot.hostname, drift, foreign, drained=snapshot.drained)
     if not drift or not (fix or dry_run):
         return report
     errors, report.written = write_or_record(

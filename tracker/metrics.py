@@ -53,6 +53,18 @@ class Metrics:
             '0 while the operator provider config does not validate (the '
             'last good one, if any, stays in force).', registry=r)
 
+        self.device_drained = prom.Gauge(
+            'tracker_device_drained',
+            '1 for each device taken out of scheduling (tracker-manage '
+            'device drain), with the reason.', ['address', 'reason'],
+            registry=r)
+
+    def devices_drained(self, drained: Mapping[str, str]) -> None:
+        """The drained devices the last discovery saw, and only those."""
+        self.device_drained.clear()
+        for address, reason in drained.items():
+            self.device_drained.labels(address=address, reason=reason).set(1)
+
     def cycle_done(self, duration: float, writes: int, conflicts: int,
                    finished_at: float) -> None:
         self.cycle_duration.observe(duration)

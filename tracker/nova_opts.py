@@ -57,6 +57,9 @@ default_opts: list[cfg.Opt] = [
                deprecated_opts=formerly('compute', 'reserved_host_disk_mb'),
                help='Disk in MB kept for the host: the reserved DISK_GB '
                     '(rounded up to whole GiB).'),
+    cfg.BoolOpt('force_raw_images', default=True,
+                help='Images converted to raw: with images_type rbd or lvm, '
+                     'false takes COMPUTE_IMAGE_TYPE_QCOW2 away.'),
     cfg.StrOpt('compute_driver',
                help='nova\'s virt driver. libvirt.LibvirtDriver: the agent '
                     'discovers through libvirt unless [tracker] driver '
@@ -98,6 +101,9 @@ compute_opts: list[cfg.Opt] = [
     cfg.StrOpt('cpu_dedicated_set',
                help='Host CPUs that give PCPU, for guests with pinned CPUs '
                     '(reserved 0, allocation ratio 1.0).'),
+    cfg.ListOpt('image_type_exclude_list', default=[],
+                help='Image formats not advertised as COMPUTE_IMAGE_TYPE_* '
+                     'traits.'),
     cfg.StrOpt('provider_config_location',
                default='/etc/nova/provider_config/',
                deprecated_opts=formerly('tracker', 'provider_config_location'),
@@ -117,6 +123,20 @@ libvirt_opts: list[cfg.Opt] = [
     cfg.StrOpt('images_rbd_pool', default='rbd',
                help='Ceph pool holding instance disks when images_type is '
                     'rbd.'),
+    cfg.StrOpt('virt_type', default='kvm',
+               choices=['kvm', 'lxc', 'qemu', 'parallels'],
+               help='libvirt domain type: which domain capabilities, VIF '
+                    'models and disk buses the COMPUTE_* traits describe.'),
+    cfg.BoolOpt('swtpm_enabled', default=False,
+                help='Emulated TPM offered to guests: the '
+                     'COMPUTE_SECURITY_TPM_* traits.'),
+    cfg.ListOpt('supported_tpm_secret_security',
+                default=['user', 'host', 'deployment'],
+                help='TPM secret security policies offered (with '
+                     'swtpm_enabled): COMPUTE_SECURITY_TPM_SECRET_SECURITY_*.'),
+    cfg.IntOpt('file_backed_memory', default=0, min=0,
+               help='MiB of file-backed guest memory; above 0 the trait '
+                    'COMPUTE_MEM_BACKING_FILE.'),
 ]
 
 pci_opts: list[cfg.Opt] = [

@@ -5,6 +5,10 @@
   aggregates remove-host AGG HOST
   refresh --host H                    ask H's agent for a cycle now (RPC cast)
   audit --host H [--json]             ask H's agent for its drift (RPC call)
+  device clean ADDRESS [--host H]     lower a cleaned one-time-use device's
+                                      reserved inventory (standalone agent)
+  device drain ADDRESS --reason TEXT  take a device out of scheduling, on
+  device undrain ADDRESS              this host, from the agent's next cycle
 """
 import argparse
 import json
@@ -54,6 +58,24 @@ def _parser() -> argparse.ArgumentParser:
     audit.add_argument('--json', action='store_true')
     audit.add_argument('--timeout', type=int, default=60,
                        help='seconds to wait for the agent')
+    device = sub.add_parser('device', help="one device's provider")
+    common.add_config_args(device)
+    device_sub = device.add_subparsers(dest='action', required=True,
+                                       parser_class=common.Parser)
+    clean = device_sub.add_parser(
+        'clean', help='a one-time-use device was cleaned: offer it again')
+    common.add_config_args(clean)
+    clean.add_argument('address', help='PCI address, e.g. 0000:81:00.0')
+    clean.add_argument('--host', help='the agent\'s [DEFAULT] host (default: '
+                       'this configuration\'s)')
+    drain = device_sub.add_parser(
+        'drain', help='no new allocation on a device (from the next cycle)')
+    undrain = device_sub.add_parser('undrain', help='offer a drained device again')
+    for one in (drain, undrain):
+        common.add_config_args(one)
+        one.add_argument('address', help='PCI address, e.g. 0000:81:00.0')
+    drain.add_argument('--reason', required=True,
+                       help='why (shown by the audit and the metrics)')
     return parser
 
 
@@ -122,15 +144,65 @@ def audit(conf: cfg.ConfigOpts, args: argparse.Namespace) -> int:
     else:
         print(audit_mod.AuditReport(
             report['host'], [audit_mod.Drift(**d) for d in report['drift']],
-            [audit_mod.Drift(**d) for d in report['foreign']]).as_text())
+            [audit_mod.Drift(**d) for d in report['foreign']],
+            drained=report.get('drained', {})).as_text())
     return audit_mod.EXIT_IN_SYNC if report['in_sync'] else audit_mod.EXIT_DRIFT
+
+
+def device(conf: cfg.ConfigOpts, args: argparse.Namespace) -> int:
+    from tracker.drivers import layout
+    from tracker.drivers import pci_spec
+    from tracker.placement import devices
+    from tracker.placement import errors
+    address = pci_spec.canonical_address(args.address)
+    if address is None:
+        return common.fail(PROG, 'not a PCI address: %r' % args.address)
+    if args.action in ('drain', 'undrain'):
+        return _drain(conf, args, address)
+    host = args.host or conf.host
+    name = '%s_%s' % (host, address.upper())
+    client = _report_client(conf)
+    try:
+        lowered = devices.clean(client.http, layout.device_uuid(host, address), name)
+    except errors.PlacementError as exc:
+        return common.fail(PROG, 'device clean %s failed: %s' % (address, exc))
+    print('%s: reserved lowered for %s' % (name, ', '.join(lowered)) if lowered
+          else '%s: not reserved, nothing to clean' % name)
+    return 0
+
+
+def _drain(conf: cfg.ConfigOpts, args: argparse.Namespace, address: str) -> int:
+    """The agent of this host reads the drains from its state path."""
+    from tracker.drivers import drains
+    from tracker.drivers.errors import DiscoveryError
+    state_path: str | None = conf.tracker.state_path
+    if not state_path:
+        return common.fail(PROG, 'no [tracker] state_path: the agent keeps no '
+                           'drained devices')
+    try:
+        drained = drains.load(state_path, conf.host)
+        if args.action == 'drain':
+            reason = ' '.join(args.reason.split())
+            if not reason:
+                return common.fail(PROG, 'give a --reason')
+            drained[address] = reason
+        elif drained.pop(address, None) is None:
+            print('%s was not drained' % address)
+            return 0
+        drains.save(state_path, conf.host, drained)
+    except (DiscoveryError, OSError) as exc:
+        return common.fail(PROG, 'device %s %s failed: %s'
+                           % (args.action, address, exc))
+    print('%s %s on %s from its next cycle' % (
+        address, 'drained' if args.action == 'drain' else 'undrained', conf.host))
+    return 0
 
 
 def _main(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
     conf = common.load_conf(args, PROG)
     return {'aggregates': aggregates, 'refresh': refresh,
-            'audit': audit}[args.command](conf, args)
+            'audit': audit, 'device': device}[args.command](conf, args)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -36,6 +36,8 @@ class HostSnapshot:
     hostname: str
     providers: list[Provider] = dataclasses.field(default_factory=list)
     instances: list[Instance] = dataclasses.field(default_factory=list)
+    # devices taken out of scheduling: {PCI address: reason}
+    drained: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def root(self) -> Provider:

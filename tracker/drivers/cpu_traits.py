@@ -32,6 +32,9 @@ _X86_ALIASES = {
     'VPCLMULQDQ': 'AVX512VPCLMULQDQ',
 }
 
+# flags that also give a second, vendor-named trait (as nova maps them)
+_X86_ALSO = {'VMX': 'INTEL_VMX', 'SVM': 'AMD_SVM'}
+
 _KNOWN = frozenset(os_traits.get_traits('HW_CPU_'))
 
 
@@ -46,8 +49,10 @@ def traits_for_flags(flags: Iterable[str], arch: str = 'x86_64') -> set[str]:
     traits: set[str] = set()
     for flag in flags:
         name = _squash(flag)
+        names = {name}
         if prefix == 'HW_CPU_X86_':
-            name = _X86_ALIASES.get(name, name)
-        if prefix + name in _KNOWN:
-            traits.add(prefix + name)
+            names = {_X86_ALIASES.get(name, name)}
+            if name in _X86_ALSO:
+                names.add(_X86_ALSO[name])
+        traits |= {prefix + n for n in names if prefix + n in _KNOWN}
     return traits

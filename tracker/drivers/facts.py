@@ -33,6 +33,11 @@ class PciDevice:
     virtfns: list[str] = dataclasses.field(default_factory=list)  # set on a PF
     # mediated device types offered: {type id: available instances}
     mdev_types: dict[str, int] = dataclasses.field(default_factory=dict)
+    # health, where the source tells (None: unknown): PCI AER error
+    # counters since boot, and the kernel driver bound ('' : none)
+    aer_fatal: int | None = None
+    aer_nonfatal: int | None = None
+    driver: str | None = None
 
     @property
     def is_vf(self) -> bool:

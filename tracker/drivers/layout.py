@@ -3,8 +3,9 @@
 One place decides, for every driver, what the tree looks like:
 
 - the root compute node: name = [DEFAULT] host, uuid =
-  stable_uuid('compute-node', host), trait COMPUTE_NODE plus HW_CPU_* from
-  the CPU flags; VCPU from the shared CPUs and PCPU from [compute]
+  stable_uuid('compute-node', host), traits COMPUTE_NODE and OWNER_NOVA,
+  HW_CPU_* from the CPU flags and the driver's own (the libvirt driver's
+  COMPUTE_* capabilities); VCPU from the shared CPUs and PCPU from [compute]
   cpu_dedicated_set (reserved 0, ratio 1.0), MEMORY_MB and DISK_GB (none
   of DISK_GB when instance disks live on shared storage: the root then
   joins the storage aggregate instead). Allocation ratios follow nova (see
@@ -12,15 +13,22 @@ One place decides, for every driver, what the tree looks like:
 - with [tracker] numa_providers, one child per NUMA node '<host>_NUMA<n>'
   (trait HW_NUMA_ROOT) holding that node's VCPU, PCPU and MEMORY_MB instead
   of the root; host reservations are taken from node 0 first;
-- with [pci] report_in_placement, one child '<host>_<address>' (uuid
-  stable_uuid(host, 'pci', address)) per device chosen by [pci]
-  device_spec: a plain device or PF offers one PCI_DEVICE (or the spec's
-  class); chosen VFs are counted on their PF's provider as SRIOV_NET_VF
-  (network class) or PCI_DEVICE; a PF whose VFs are chosen is not offered
-  whole;
-- one child per GPU offering its [devices] enabled_mdev_types type: the
-  type's [mdev_<type>] mdev_class (VGPU by default) = available instances +
-  mdevs of that type already there, and the trait CUSTOM_MDEV_<TYPE>.
+- with [pci] report_in_placement, one child '<host>_<ADDRESS>' (upper
+  case; uuid stable_uuid(host, 'pci', address)) per device chosen by [pci]
+  device_spec, as nova 34's PCI-in-placement: a plain device or PF offers
+  one unit of the spec's resource_class, else CUSTOM_PCI_<VENDOR>_<PRODUCT>;
+  chosen VFs are counted on their PF's provider in their own class (a PF
+  whose VFs are chosen is not offered whole, where nova refuses the
+  configuration); traits: the spec's, COMPUTE_MANAGED_PCI_DEVICE,
+  HW_PCI_LIVE_MIGRATABLE, HW_PCI_ONE_TIME_USE (whole devices: reserved =
+  total while an instance uses one, kept by placement after, see
+  provider.keep_one_time_use) and OWNER_NOVA; devices of a spec with
+  physical_network are neutron's and left out;
+- one child '<host>_pci_<dddd>_<bb>_<ss>_<f>' (libvirt's node device name,
+  as nova names it) per GPU offering its [devices] enabled_mdev_types type:
+  the type's [mdev_<type>] mdev_class (VGPU by default) = available
+  instances + mdevs of that type already there, and the traits OWNER_NOVA
+  and CUSTOM_MDEV_<TYPE> (the latter the agent's own).
 
 Instances consume VCPU (PCPU for the vCPUs pinned to dedicated CPUs) and
 MEMORY_MB from the root (or from their NUMA node's provider: the node they
@@ -31,12 +39,14 @@ does not report are not claimed.
 """
 from collections.abc import Iterable
 import logging
+import re
 
 from oslo_config import cfg
 
 from tracker import nova_opts
 from tracker.drivers import base
 from tracker.drivers import cpu_traits
+from tracker.drivers import drains
 from tracker.drivers import facts as facts_mod
 from tracker.drivers import pci_spec
 from tracker.providers.provider import Inventory
@@ -46,6 +56,9 @@ from tracker.providers.provider import inventory
 from tracker.providers.provider import stable_uuid
 
 LOG = logging.getLogger(__name__)
+# nova 34's scheduler asks for it on the root and on every PCI device's
+# provider (request_filter.owner_nova_filter); nova puts it on its GPUs too
+OWNER = 'OWNER_NOVA'
 
 
 def root_uuid(hostname: str) -> str:
@@ -112,6 +125,9 @@ class Layout:
         if conf.tracker.numa_providers and facts.numa_nodes:
             self._build_numa()
         self._build_devices()
+        # address -> reason, for the devices this tree reports
+        self.drained: dict[str, str] = {}
+        self._drain(drains.load(conf.tracker.state_path, self.host))
 
     @property
     def providers(self) -> list[Provider]:
@@ -142,7 +158,7 @@ class Layout:
     def _build_root(self) -> None:
         facts, conf = self.facts, self.conf
         root = self.root
-        root.traits = ({'COMPUTE_NODE'} | set(facts.traits)
+        root.traits = ({'COMPUTE_NODE', OWNER} | set(facts.traits)
                        | cpu_traits.traits_for_flags(facts.cpu_flags, facts.arch))
         numa = conf.tracker.numa_providers and facts.numa_nodes
         if not numa:
@@ -184,12 +200,12 @@ class Layout:
                               mem_reserved)
             self.numa[node.id] = child
 
-    def _device_provider(self, address: str) -> Provider:
+    def _device_provider(self, address: str, name: str) -> Provider:
         if address not in self._device_children:
             self._device_children[address] = Provider(
                 uuid=device_uuid(self.host, address),
-                name='%s_%s' % (self.host, address),
-                parent_uuid=self.root.uuid)
+                name='%s_%s' % (self.host, name),
+                parent_uuid=self.root.uuid, traits={OWNER})
         return self._device_children[address]
 
     def _build_devices(self) -> None:
@@ -204,31 +220,44 @@ class Layout:
                 self._add_gpu(device, *offered)
                 continue
             spec = specs.match(device) if reported else None
-            if spec:
+            if spec and not spec.physical_network:
                 chosen[device.address] = (device, spec)
         vf_parents = {d.physfn for d, _ in chosen.values() if d.is_vf}
         for address, (device, spec) in chosen.items():
             if address in vf_parents:
                 continue          # its VFs are offered instead
-            if device.physfn is not None:      # a VF
-                owner = device.physfn
-                default_rc = ('SRIOV_NET_VF' if device.class_id.startswith('02')
-                              else 'PCI_DEVICE')
-            else:
-                owner, default_rc = address, 'PCI_DEVICE'
-            rc = spec.resource_class or default_rc
-            child = self._device_provider(owner)
+            owner = device.physfn if device.physfn is not None else address
+            rc = spec.resource_class or 'CUSTOM_PCI_%s_%s' % (
+                device.vendor_id.upper(), device.product_id.upper())
+            child = self._device_provider(owner, owner.upper())
             record = child.inventories.get(rc)
             _add(child, rc, (record['total'] if record else 0) + 1)
-            child.traits |= spec.traits
-            if rc == 'SRIOV_NET_VF':
-                child.traits.add('HW_NIC_SRIOV')
+            child.traits |= spec.traits | {'COMPUTE_MANAGED_PCI_DEVICE'}
+            if spec.one_time_use and not device.is_vf:
+                child.traits.add('HW_PCI_ONE_TIME_USE')
+                child.one_time_use.add(rc)
             self.devices[address] = (child.uuid, rc)
+
+    def _drain(self, drained: dict[str, str]) -> None:
+        """No new allocation on a drained device (see drivers/drains.py)."""
+        for address, reason in sorted(drained.items()):
+            self.drained[address] = reason      # for the audit and metrics
+            target = self.devices.get(address) or self.gpus.get(address)
+            if target is None:
+                continue        # not (or no longer) reported
+            uuid, rc = target
+            child = next(p for p in self._device_children.values() if p.uuid == uuid)
+            record = child.inventories[rc]
+            whole = address in self.gpus or address in self._device_children
+            record['reserved'] = (record['total'] if whole
+                                  else min(record['total'], record['reserved'] + 1))
+            child.traits.add(drains.TRAIT)
 
     def _add_gpu(self, device: facts_mod.PciDevice, mdev_type: str, rc: str) -> None:
         existing = sum(1 for m in self.facts.mdevs
                        if m.parent == device.address and m.type == mdev_type)
-        child = self._device_provider(device.address)
+        child = self._device_provider(
+            device.address, 'pci_' + re.sub('[:.]', '_', device.address))
         _add(child, rc, device.mdev_types[mdev_type] + existing)
         child.traits.add(pci_spec.custom_name('MDEV_' + mdev_type))
         self.gpus[device.address] = (child.uuid, rc)
@@ -253,6 +282,7 @@ class Layout:
         for address in inst.pci_addresses:
             if address in self.devices:
                 claim(*self.devices[address], 1)
+                self._used_once(*self.devices[address])
             else:
                 LOG.debug('instance %s uses unreported device %s',
                           inst.uuid, address)
@@ -268,6 +298,15 @@ class Layout:
         return base.Instance(uuid=inst.uuid, name=inst.name,
                              project_id=inst.project_id, user_id=inst.user_id,
                              allocations=claims)
+
+    def _used_once(self, provider_uuid: str, rc: str) -> None:
+        """A one-time-use device in use: reserved = total (nova's rule;
+        see provider.keep_one_time_use for when it is written)."""
+        child = next(p for p in self._device_children.values()
+                     if p.uuid == provider_uuid)
+        if rc in child.one_time_use:
+            record = child.inventories[rc]
+            record['reserved'] = record['total']
 
     def _cpu_demands(self, inst: facts_mod.InstanceFacts) -> dict[str, int]:
         """{VCPU: n, PCPU: m}: a vCPU pinned to a dedicated CPU (or every
@@ -307,4 +346,5 @@ class Layout:
     def snapshot(self, instances: Iterable[facts_mod.InstanceFacts]) -> base.HostSnapshot:
         return base.HostSnapshot(
             hostname=self.host, providers=self.providers,
-            instances=[self.instance(i) for i in instances])
+            instances=[self.instance(i) for i in instances],
+            drained=dict(self.drained))

@@ -9,6 +9,7 @@ under nova's names.
 from oslo_config import cfg
 
 from tracker import nova_opts
+from tracker.drivers import drains
 from tracker.nova_opts import formerly
 
 # Agent-only options of the drivers, in [tracker]. They once lived in
@@ -79,4 +80,5 @@ def register(conf: cfg.ConfigOpts) -> cfg.ConfigOpts:
     nova_opts.register(conf)
     for group, opts in GROUPS:
         conf.register_opts(opts, group=group)
+    drains.register(conf)
     return conf

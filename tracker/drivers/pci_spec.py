@@ -8,8 +8,10 @@ nova's [pci] device_spec::
      "traits": "CUSTOM_X,HW_NIC_SRIOV", "physical_network": "physnet1"}
 
 A device is reported when a spec matches it; the first matching spec
-decides its resource class and traits (physical_network adds the trait
-CUSTOM_PHYSNET_<NAME>). Names that are not standard become CUSTOM_ ones.
+decides its resource class and traits, as nova 34 reads them. A spec with
+physical_network selects devices for neutron's SR-IOV ports, which nova
+keeps out of placement: so does the agent. Names that are not standard
+become CUSTOM_ ones.
 """
 from collections.abc import Iterable
 import fnmatch
@@ -24,12 +26,41 @@ from tracker.drivers.errors import DiscoveryError
 from tracker.drivers.facts import PciDevice
 
 _MATCH_KEYS = ('vendor_id', 'product_id', 'address')
-# managed / remote_managed say how nova attaches a device: accepted so a
-# nova device_spec can be reused as is, but nothing to report.
+# managed says how nova attaches a device: accepted so a nova device_spec
+# can be reused as is, but nothing to report. remote_managed VFs make the
+# host COMPUTE_REMOTE_MANAGED_PORTS.
 _KNOWN_KEYS = set(_MATCH_KEYS) | {'resource_class', 'traits',
                                   'physical_network', 'managed',
-                                  'remote_managed'}
+                                  'remote_managed', 'one_time_use',
+                                  'live_migratable'}
+
+
+def _flag(entry: dict[str, Any], key: str) -> bool:
+    """A yes/no key, as nova reads it ('true', 'yes', true...)."""
+    value = entry.get(key, False)
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ('true', 'yes', '1', 'on'):
+        return True
+    if text in ('false', 'no', '0', 'off'):
+        return False
+    raise DiscoveryError('[pci] device_spec %s must be true or false, not %r'
+                         % (key, value))
 _HEX4 = re.compile(r'^(\*|[0-9a-f]{1,4})$')
+
+
+_ADDRESS = re.compile(r'^(?:([0-9a-f]{1,4}):)?([0-9a-f]{1,2}):([0-9a-f]{1,2})\.([0-7])$')
+
+
+def canonical_address(text: str) -> str | None:
+    """'81:0.1' or '0000:81:00.1' -> '0000:81:00.1'; None if not one."""
+    match = _ADDRESS.match(text.strip().lower())
+    if match is None:
+        return None
+    domain, bus, slot, function = match.groups()
+    return '%04x:%02x:%02x.%x' % (int(domain or '0', 16), int(bus, 16),
+                                  int(slot, 16), int(function, 16))
 
 
 def custom_name(name: object) -> str:
@@ -95,9 +126,12 @@ class DeviceSpec:
         if isinstance(traits, str):
             traits = [t for t in traits.split(',') if t.strip()]
         self.traits = {trait(t) for t in traits}
-        if entry.get('physical_network'):
-            # the trait neutron puts on providers of a physnet
-            self.traits.add(custom_name('PHYSNET_' + entry['physical_network']))
+        self.remote_managed = _flag(entry, 'remote_managed')
+        if _flag(entry, 'live_migratable'):
+            self.traits.add('HW_PCI_LIVE_MIGRATABLE')
+        # a whole device only: nova marks its provider HW_PCI_ONE_TIME_USE
+        self.one_time_use = _flag(entry, 'one_time_use')
+        self.physical_network: str | None = entry.get('physical_network') or None
 
     @staticmethod
     def _hex_id(entry: dict[str, Any], key: str) -> str:

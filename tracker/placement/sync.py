@@ -74,7 +74,9 @@ class ProviderSync:
         never wrote (an operator's aggregate, a scheduler's trait) stays.
         """
         known = self.tree.find(provider.uuid)
-        provider = provider_mod.keep_placement_ratios(provider, known).copy()
+        provider = provider_mod.keep_placement_ratios(provider, known)
+        provider = provider_mod.keep_one_time_use(
+            provider, known, lambda: resources.usages(self.http, provider.uuid)).copy()
         if known is not None:
             owned = self.known.owned.get(provider.uuid, {})
             for part in ('traits', 'aggregates'):

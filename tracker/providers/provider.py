@@ -4,6 +4,7 @@ A ``Provider`` is a plain value: the drivers build them, the ProviderTree
 holds them, the report client compares and writes them. It knows nothing of
 HTTP or of hardware.
 """
+from collections.abc import Callable
 import dataclasses
 from typing import Any
 import uuid as uuidlib
@@ -68,6 +69,11 @@ class Provider:
     ratio is kept when it has the class, and the one in ``inventories`` is
     only for a new inventory. Its value says whether max_unit follows the
     capacity (see ``keep_placement_ratios``).
+
+    ``one_time_use`` names the classes of a one-time-use device (nova's
+    HW_PCI_ONE_TIME_USE): once placement holds their reserved at total the
+    agent keeps it (only the operator's cleaning lowers it, see
+    ``keep_one_time_use``).
     """
     uuid: str
     name: str
@@ -78,6 +84,7 @@ class Provider:
     generation: int | None = None
     placement_ratios: dict[str, bool] = dataclasses.field(default_factory=dict,
                                                           compare=False)
+    one_time_use: set[str] = dataclasses.field(default_factory=set, compare=False)
 
     def copy(self) -> 'Provider':
         return dataclasses.replace(
@@ -85,7 +92,8 @@ class Provider:
             inventories={rc: dict(rec) for rc, rec in self.inventories.items()},
             traits=set(self.traits),
             aggregates=set(self.aggregates),
-            placement_ratios=dict(self.placement_ratios))
+            placement_ratios=dict(self.placement_ratios),
+            one_time_use=set(self.one_time_use))
 
 
 def keep_placement_ratios(desired: Provider, held: Provider | None) -> Provider:
@@ -101,4 +109,28 @@ def keep_placement_ratios(desired: Provider, held: Provider | None) -> Provider:
         record['allocation_ratio'] = float(had['allocation_ratio'])
         if fit:
             record['max_unit'] = max(record['total'], capacity(record))
+    return desired
+
+
+def keep_one_time_use(desired: Provider, held: Provider | None,
+                      used: Callable[[], dict[str, int]]) -> Provider:
+    """``desired`` as nova treats a one-time-use device's inventory:
+    reserved = total once it is allocated, never lowered by the reporter.
+
+    The layout raises reserved to total while an instance uses the device;
+    that raise is written only once placement holds the allocation (else
+    the allocation itself, written after the providers, would no longer
+    fit): ``used`` reads placement's usage, asked only while the two
+    differ. A reserved placement holds at total is kept."""
+    if not desired.one_time_use or held is None:
+        return desired
+    desired = desired.copy()
+    for rc in desired.one_time_use:
+        record, had = desired.inventories.get(rc), held.inventories.get(rc)
+        if record is None or had is None or had.get('reserved') == record['reserved']:
+            continue
+        if had.get('reserved') == had.get('total') == record['total']:
+            record['reserved'] = record['total']          # never lowered
+        elif record['reserved'] == record['total'] and not used().get(rc):
+            record['reserved'] = had.get('reserved', 0)   # not yet allocated
     return desired

@@ -7,11 +7,13 @@ from tracker.drivers import options
 
 
 @pytest.fixture
-def conf():
-    """Driver options registered, defaults as shipped, nothing parsed."""
+def conf(tmp_path):
+    """Driver options registered, defaults as shipped but the agent's
+    state (drained devices) in the test's directory, nothing parsed."""
     conf = cfg.ConfigOpts()
     options.register(conf)
     conf([], default_config_files=[])
+    conf.set_override('state_path', str(tmp_path / 'state'), 'tracker')
     yield conf
     conf.reset()
 

@@ -18,12 +18,19 @@ from tracker.drivers.cpu_traits import traits_for_flags
     ('avx512_vnni', 'HW_CPU_X86_AVX512VNNI'),
     ('avx512-vpopcntdq', 'HW_CPU_X86_AVX512VPOPCNTDQ'),
     ('vaes', 'HW_CPU_X86_AVX512VAES'),
-    ('svm', 'HW_CPU_X86_SVM'),
-    ('vmx', 'HW_CPU_X86_VMX'),
     ('rtm', 'HW_CPU_X86_TSX'),
 ])
 def test_x86_flags(flag, trait):
     assert traits_for_flags([flag]) == {trait}
+
+
+@pytest.mark.parametrize('flag, traits', [
+    ('svm', {'HW_CPU_X86_SVM', 'HW_CPU_X86_AMD_SVM'}),
+    ('vmx', {'HW_CPU_X86_VMX', 'HW_CPU_X86_INTEL_VMX'}),
+])
+def test_virtualization_flags_give_both_names(flag, traits):
+    """as nova's libvirt driver reports them"""
+    assert traits_for_flags([flag]) == traits
 
 
 def test_flags_without_a_trait_are_ignored():

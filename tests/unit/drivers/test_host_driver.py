@@ -26,9 +26,14 @@ CPU_TRAITS = {
     'HW_CPU_X86_FMA3', 'HW_CPU_X86_INTEL_PCID', 'HW_CPU_X86_MMX',
     'HW_CPU_X86_PDPE1GB', 'HW_CPU_X86_SSE', 'HW_CPU_X86_SSE2',
     'HW_CPU_X86_SSE3', 'HW_CPU_X86_SSE41', 'HW_CPU_X86_SSE42',
-    'HW_CPU_X86_SSSE3', 'HW_CPU_X86_VMX'}
+    'HW_CPU_X86_SSSE3', 'HW_CPU_X86_VMX', 'HW_CPU_X86_INTEL_VMX'}
 ROOT = root_uuid('node1')
 SHARED = '5a1e7c0c-0000-4000-8000-5ba4ed5707a9'
+
+
+# what every host-driver root says besides its CPU flags (this machine is
+# an x86_64, as the fake CPU flags are)
+ROOT_TRAITS = {'COMPUTE_NODE', 'OWNER_NOVA', 'HW_ARCH_X86_64'}
 
 
 def disk_gb(path):
@@ -46,12 +51,15 @@ def root(host, vcpu=8, vcpu_reserved=0, memory=16384, memory_reserved=512,
     if disk:
         inventories['DISK_GB'] = inventory(disk_gb(host.instances_path))
     return Provider(uuid=ROOT, name='node1', inventories=inventories,
-                    traits={'COMPUTE_NODE'} | CPU_TRAITS, **extra)
+                    traits=ROOT_TRAITS | CPU_TRAITS, **extra)
 
 
 def child(name, uuid, inventories, traits=()):
+    """A device's provider (nova's, OWNER_NOVA); NUMA nodes are the
+    agent's own."""
+    owner = set() if 'HW_NUMA_ROOT' in traits else {'OWNER_NOVA'}
     return Provider(uuid=uuid, name=name, parent_uuid=ROOT,
-                    inventories=inventories, traits=set(traits))
+                    inventories=inventories, traits=owner | set(traits))
 
 
 def instances_file(host, conf, instances):
@@ -159,15 +167,17 @@ def test_two_sriov_nics_with_64_vfs(conf, fake_host):
     nvme = device_uuid('node1', '0000:05:00.0')
     assert snapshot.providers == [
         root(host),
-        child('node1_0000:05:00.0', nvme, {'PCI_DEVICE': inventory(1)}),
-        child('node1_0000:81:00.0', nic1, {'SRIOV_NET_VF': inventory(64)},
-              {'CUSTOM_PHYSNET_A', 'HW_NIC_SRIOV'}),
-        child('node1_0000:84:00.0', nic2, {'CUSTOM_FAST_VF': inventory(64)}),
+        child('node1_0000:05:00.0', nvme, {'CUSTOM_PCI_144D_A808': inventory(1)},
+              {'COMPUTE_MANAGED_PCI_DEVICE'}),
+        child('node1_0000:81:00.0', nic1, {'CUSTOM_PCI_8086_1515': inventory(64)},
+              {'CUSTOM_PHYSNET_A', 'COMPUTE_MANAGED_PCI_DEVICE'}),
+        child('node1_0000:84:00.0', nic2, {'CUSTOM_FAST_VF': inventory(64)},
+              {'COMPUTE_MANAGED_PCI_DEVICE'}),
     ]
     assert allocations(snapshot) == {
         'nfv': {ROOT: {'VCPU': 4, 'MEMORY_MB': 4096},
-                nic1: {'SRIOV_NET_VF': 2}, nic2: {'CUSTOM_FAST_VF': 1},
-                nvme: {'PCI_DEVICE': 1}}}
+                nic1: {'CUSTOM_PCI_8086_1515': 2}, nic2: {'CUSTOM_FAST_VF': 1},
+                nvme: {'CUSTOM_PCI_144D_A808': 1}}}
 
 
 def test_pf_offered_whole_when_its_vfs_are_not_chosen(conf, fake_host):
@@ -181,7 +191,8 @@ def test_pf_offered_whole_when_its_vfs_are_not_chosen(conf, fake_host):
     pf = device_uuid('node1', '0000:81:00.0')
     assert snapshot.providers == [
         root(host),
-        child('node1_0000:81:00.0', pf, {'PCI_DEVICE': inventory(1)})]
+        child('node1_0000:81:00.0', pf, {'CUSTOM_PCI_8086_1528': inventory(1)},
+              {'COMPUTE_MANAGED_PCI_DEVICE'})]
 
 
 def test_two_mdev_types_without_their_groups_use_the_first(conf, fake_host):
@@ -210,11 +221,11 @@ def test_two_mdev_types_without_their_groups_use_the_first(conf, fake_host):
             for bus in ('41', '42', '43', '44')]
     assert snapshot.providers == [
         root(host),
-        child('node1_0000:41:00.0', gpus[0], {'VGPU': inventory(16)},
+        child('node1_pci_0000_41_00_0', gpus[0], {'VGPU': inventory(16)},
               {'CUSTOM_MDEV_NVIDIA_222'}),
-        child('node1_0000:42:00.0', gpus[1], {'VGPU': inventory(14)},
+        child('node1_pci_0000_42_00_0', gpus[1], {'VGPU': inventory(14)},
               {'CUSTOM_MDEV_NVIDIA_222'}),
-        child('node1_0000:43:00.0', gpus[2], {'VGPU': inventory(14)},
+        child('node1_pci_0000_43_00_0', gpus[2], {'VGPU': inventory(14)},
               {'CUSTOM_MDEV_NVIDIA_222'}),
     ]
     assert allocations(snapshot) == {
@@ -244,9 +255,9 @@ def test_each_mdev_type_on_the_devices_its_group_names(conf, fake_host):
     gpus = [device_uuid('node1', '0000:%s:00.0' % bus) for bus in ('41', '42')]
     assert snapshot.providers == [
         root(host),
-        child('node1_0000:41:00.0', gpus[0], {'VGPU': inventory(14)},
+        child('node1_pci_0000_41_00_0', gpus[0], {'VGPU': inventory(14)},
               {'CUSTOM_MDEV_NVIDIA_222'}),
-        child('node1_0000:42:00.0', gpus[1],
+        child('node1_pci_0000_42_00_0', gpus[1],
               {'CUSTOM_T4_SMALL': inventory(9)}, {'CUSTOM_MDEV_NVIDIA_223'}),
     ]
     assert allocations(snapshot) == {

@@ -38,6 +38,32 @@ LOCAL, VOLUME, PCI, MDEV, STOPPED = (
     'a1b2c3d4-0000-4000-8000-00000000000%d' % n for n in (1, 2, 3, 4, 5))
 
 
+# nova's libvirt driver's capability traits on libvirt's test driver (no
+# domain capabilities there: no disk bus, video or COMPUTE_ARCH_ traits;
+# its version, 9.0.0 for QEMU's 0.0.2, passes the libvirt-only minimums)
+TEST_DRIVER_TRAITS = {
+    'COMPUTE_NODE', 'OWNER_NOVA', 'HW_ARCH_I686',
+    'COMPUTE_ACCELERATORS', 'COMPUTE_ADDRESS_SPACE_EMULATED',
+    'COMPUTE_ADDRESS_SPACE_PASSTHROUGH', 'COMPUTE_DEVICE_TAGGING',
+    'COMPUTE_IMAGE_TYPE_AKI', 'COMPUTE_IMAGE_TYPE_AMI',
+    'COMPUTE_IMAGE_TYPE_ARI', 'COMPUTE_IMAGE_TYPE_ISO',
+    'COMPUTE_IMAGE_TYPE_QCOW2', 'COMPUTE_IMAGE_TYPE_RAW',
+    'COMPUTE_NET_ATTACH_INTERFACE', 'COMPUTE_NET_ATTACH_INTERFACE_WITH_TAG',
+    'COMPUTE_NET_VIF_MODEL_E1000', 'COMPUTE_NET_VIF_MODEL_E1000E',
+    'COMPUTE_NET_VIF_MODEL_NE2K_PCI', 'COMPUTE_NET_VIF_MODEL_PCNET',
+    'COMPUTE_NET_VIF_MODEL_RTL8139', 'COMPUTE_NET_VIF_MODEL_SPAPR_VLAN',
+    'COMPUTE_NET_VIF_MODEL_VIRTIO', 'COMPUTE_NET_VIF_MODEL_VMXNET3',
+    'COMPUTE_NET_VIRTIO_PACKED', 'COMPUTE_RESCUE_BFV',
+    'COMPUTE_SECURITY_STATELESS_FIRMWARE', 'COMPUTE_SOCKET_PCI_NUMA_AFFINITY',
+    'COMPUTE_SOUND_MODEL_AC97', 'COMPUTE_SOUND_MODEL_ES1370',
+    'COMPUTE_SOUND_MODEL_ICH6', 'COMPUTE_SOUND_MODEL_ICH9',
+    'COMPUTE_SOUND_MODEL_PCSPK', 'COMPUTE_SOUND_MODEL_SB16',
+    'COMPUTE_SOUND_MODEL_USB', 'COMPUTE_TRUSTED_CERTS',
+    'COMPUTE_VIOMMU_MODEL_AUTO', 'COMPUTE_VIOMMU_MODEL_VIRTIO',
+    'COMPUTE_VOLUME_ATTACH_WITH_TAG', 'COMPUTE_VOLUME_EXTEND',
+    'COMPUTE_VOLUME_MULTI_ATTACH'}
+
+
 @pytest.fixture
 def devices_host(conf):
     conf.set_override('connection_uri', HOST_URI, 'libvirt')
@@ -52,18 +78,22 @@ def devices_host(conf):
 
 
 def child(name, uuid, inventories, traits=()):
+    """A device's provider (nova's, OWNER_NOVA); NUMA nodes are the
+    agent's own."""
+    owner = set() if 'HW_NUMA_ROOT' in traits else {'OWNER_NOVA'}
     return Provider(uuid=uuid, name=name, parent_uuid=ROOT,
-                    inventories=inventories, traits=set(traits))
+                    inventories=inventories, traits=owner | set(traits))
 
 
 DEVICE_PROVIDERS = [
-    child('node1_0000:05:00.0', NVME, {'PCI_DEVICE': inventory(1)}),
-    child('node1_0000:41:00.0', GPU1, {'VGPU': inventory(16)},
+    child('node1_0000:05:00.0', NVME, {'CUSTOM_PCI_144D_A808': inventory(1)},
+          {'COMPUTE_MANAGED_PCI_DEVICE'}),
+    child('node1_pci_0000_41_00_0', GPU1, {'VGPU': inventory(16)},
           {'CUSTOM_MDEV_NVIDIA_222'}),
-    child('node1_0000:42:00.0', GPU2, {'VGPU': inventory(16)},
+    child('node1_pci_0000_42_00_0', GPU2, {'VGPU': inventory(16)},
           {'CUSTOM_MDEV_NVIDIA_222'}),
-    child('node1_0000:81:00.0', NIC, {'SRIOV_NET_VF': inventory(4)},
-          {'HW_NIC_SRIOV'}),
+    child('node1_0000:81:00.0', NIC, {'CUSTOM_PCI_8086_1515': inventory(4)},
+          {'COMPUTE_MANAGED_PCI_DEVICE'}),
 ]
 
 
@@ -80,7 +110,7 @@ def test_devices_host_tree_and_allocations(devices_host):
 
     assert snapshot.hostname == 'node1'
     assert snapshot.providers == [
-        Provider(uuid=ROOT, name='node1', traits={'COMPUTE_NODE'},
+        Provider(uuid=ROOT, name='node1', traits=TEST_DRIVER_TRAITS,
                  inventories={
                      'VCPU': inventory(16, allocation_ratio=4.0),
                      'MEMORY_MB': inventory(32768, 512),
@@ -90,7 +120,7 @@ def test_devices_host_tree_and_allocations(devices_host):
         LOCAL: {ROOT: {'VCPU': 2, 'MEMORY_MB': 2048, 'DISK_GB': 26}},
         VOLUME: {ROOT: {'VCPU': 4, 'MEMORY_MB': 4096}},
         PCI: {ROOT: {'VCPU': 2, 'MEMORY_MB': 1024, 'DISK_GB': 10},
-              NIC: {'SRIOV_NET_VF': 2}, NVME: {'PCI_DEVICE': 1}},
+              NIC: {'CUSTOM_PCI_8086_1515': 2}, NVME: {'CUSTOM_PCI_144D_A808': 1}},
         MDEV: {ROOT: {'VCPU': 4, 'MEMORY_MB': 8192, 'DISK_GB': 11},
                GPU1: {'VGPU': 1}},
     }
@@ -135,7 +165,7 @@ def test_numa_nodes_from_sysfs_when_libvirt_shows_none(devices_host,
 
     numa0, numa1 = numa_uuid('node1', 0), numa_uuid('node1', 1)
     assert snapshot.providers == [
-        Provider(uuid=ROOT, name='node1', traits={'COMPUTE_NODE'},
+        Provider(uuid=ROOT, name='node1', traits=TEST_DRIVER_TRAITS,
                  inventories={'DISK_GB': inventory(100)}),
         child('node1_NUMA0', numa0, {
             'VCPU': inventory(8, allocation_ratio=4.0),
@@ -148,7 +178,7 @@ def test_numa_nodes_from_sysfs_when_libvirt_shows_none(devices_host,
         LOCAL: {numa0: {'VCPU': 2, 'MEMORY_MB': 2048}, ROOT: {'DISK_GB': 26}},
         VOLUME: {numa0: {'VCPU': 4, 'MEMORY_MB': 4096}},
         PCI: {numa0: {'VCPU': 2, 'MEMORY_MB': 1024}, ROOT: {'DISK_GB': 10},
-              NIC: {'SRIOV_NET_VF': 2}, NVME: {'PCI_DEVICE': 1}},
+              NIC: {'CUSTOM_PCI_8086_1515': 2}, NVME: {'CUSTOM_PCI_144D_A808': 1}},
         # bound to node 1 by <numatune>
         MDEV: {numa1: {'VCPU': 4, 'MEMORY_MB': 8192}, ROOT: {'DISK_GB': 11},
                GPU1: {'VGPU': 1}},
@@ -187,7 +217,7 @@ def test_numa_cells_from_capabilities(conf):
                             'MEMORY_MB': inventory(memory,
                                                    allocation_ratio=2.0)})
     assert snapshot.providers == [
-        Provider(uuid=root, name=hostname, traits={'COMPUTE_NODE'},
+        Provider(uuid=root, name=hostname, traits=TEST_DRIVER_TRAITS,
                  aggregates={SHARED}),
         cell(0, numa0, 2048), cell(1, numa1, 4096)]
     # 8 GiB fits node 1 only (4096 MiB x 2.0); its disk is not local.

@@ -6,6 +6,7 @@ import pytest
 from tracker.drivers.errors import DiscoveryError
 from tracker.drivers.facts import PciDevice
 from tracker.drivers.pci_spec import DeviceSpecList
+from tracker.drivers.pci_spec import canonical_address
 
 VF = PciDevice('0000:82:01.3', '8086', '1515', '020000',
                physfn='0000:81:00.0')
@@ -46,8 +47,9 @@ def test_names_are_normalized():
                   'traits': 'hw_nic_sriov, fast-lane ,CUSTOM_GOLD',
                   'physical_network': 'physnet-1'}).match(VF)
     assert spec.resource_class == 'SRIOV_NET_VF'
-    assert spec.traits == {'HW_NIC_SRIOV', 'CUSTOM_FAST_LANE', 'CUSTOM_GOLD',
-                           'CUSTOM_PHYSNET_PHYSNET_1'}
+    assert spec.traits == {'HW_NIC_SRIOV', 'CUSTOM_FAST_LANE', 'CUSTOM_GOLD'}
+    # neutron's device: nova (and the agent) keep it out of placement
+    assert spec.physical_network == 'physnet-1'
 
 
 def test_traits_as_a_list_and_nova_only_keys():
@@ -55,6 +57,18 @@ def test_traits_as_a_list_and_nova_only_keys():
                   'remote_managed': 'false'}).match(VF)
     assert spec.traits == {'CUSTOM_GOLD'}
     assert spec.resource_class is None
+
+
+@pytest.mark.parametrize('entry, traits, remote, one_time_use', [
+    ({'one_time_use': 'true'}, set(), False, True),
+    ({'live_migratable': 'yes'}, {'HW_PCI_LIVE_MIGRATABLE'}, False, False),
+    ({'live_migratable': False, 'one_time_use': 'no'}, set(), False, False),
+    ({'remote_managed': 'true'}, set(), True, False),
+])
+def test_device_life_flags(entry, traits, remote, one_time_use):
+    spec = specs(entry).match(NVME)
+    assert (spec.traits, spec.remote_managed, spec.one_time_use) == \
+        (traits, remote, one_time_use)
 
 
 def test_a_value_may_hold_a_list():
@@ -69,7 +83,16 @@ def test_a_value_may_hold_a_list():
     ('{"address": {"bus": "82", "port": 1}}', 'address has unknown keys port'),
     ('{"product_id": "12345"}', 'product_id must be up to 4 hex digits'),
     ('[1]', 'must be JSON objects'),
+    ('{"one_time_use": "maybe"}', 'one_time_use must be true or false'),
 ])
 def test_bad_specs(value, message):
     with pytest.raises(DiscoveryError, match=message):
         DeviceSpecList([value])
+
+
+@pytest.mark.parametrize('text, address', [
+    ('0000:81:00.1', '0000:81:00.1'), ('81:0.1', '0000:81:00.1'),
+    (' 0000:AF:1F.7 ', '0000:af:1f.7'), ('81:00.8', None), ('eth0', None),
+    ('0000:81:00', None)])
+def test_canonical_address(text, address):
+    assert canonical_address(text) == address

@@ -7,21 +7,28 @@ instances unless [tracker] instances_file lists them (a YAML list of
 instances: uuid, name, project_id, user_id, vcpus, memory_mb, root_gb,
 ephemeral_gb, swap_mb, pci_devices, mdevs, numa_node).
 """
+import logging
 from typing import Protocol
 
 from oslo_config import cfg
 
 from tracker.drivers import base
+from tracker.drivers import drains
 from tracker.drivers import facts
 from tracker.drivers import layout
 from tracker.drivers import yaml_file
 from tracker.drivers.errors import DiscoveryError
+from tracker.drivers.host import aer
+from tracker.drivers.host import binding
 from tracker.drivers.host import cpu
 from tracker.drivers.host import disk
+from tracker.drivers.host import health
 from tracker.drivers.host import memory
 from tracker.drivers.host import numa
 from tracker.drivers.host import pci
 from tracker.drivers.host import sysfs
+
+LOG = logging.getLogger(__name__)
 
 
 class PathPlugin(Protocol):
@@ -31,7 +38,7 @@ class PathPlugin(Protocol):
 
 
 # Plugins reading sysfs/procfs: each fills its part of the HostFacts.
-PATH_PLUGINS: tuple[PathPlugin, ...] = (cpu, memory, numa, pci)
+PATH_PLUGINS: tuple[PathPlugin, ...] = (cpu, memory, numa, pci, aer, binding)
 
 
 class HostDriver(base.Driver):
@@ -40,6 +47,7 @@ class HostDriver(base.Driver):
     def __init__(self, conf: cfg.ConfigOpts) -> None:
         self.conf = conf
         self.paths = sysfs.HostPaths(conf.tracker.sysfs_root, conf.tracker.proc_root)
+        self.health = health.Health()
 
     def host_facts(self) -> facts.HostFacts:
         host = facts.HostFacts(
@@ -51,8 +59,26 @@ class HostDriver(base.Driver):
         return host
 
     def discover(self) -> base.HostSnapshot:
-        tree = layout.Layout(self.host_facts(), self.conf)
-        return tree.snapshot(self.instances())
+        host, instances = self.host_facts(), self.instances()
+        self.drain_failing(host, instances)
+        tree = layout.Layout(host, self.conf)
+        return tree.snapshot(instances)
+
+    def drain_failing(self, host: facts.HostFacts,
+                      instances: list[facts.InstanceFacts]) -> None:
+        """Drain the devices the host says are failing (host/health.py):
+        added to the drains file, which the layout reads."""
+        failing = self.health.failing(
+            host.pci_devices, {a for i in instances for a in i.pci_addresses})
+        state_path = self.conf.tracker.state_path
+        if not failing or not state_path:
+            return
+        drained = drains.load(state_path, self.conf.host)
+        new = {a: r for a, r in failing.items() if a not in drained}
+        if new:
+            for address, reason in sorted(new.items()):
+                LOG.warning('device %s drained: %s', address, reason)
+            drains.save(state_path, self.conf.host, {**drained, **new})
 
     def instances(self) -> list[facts.InstanceFacts]:
         path = self.conf.tracker.instances_file

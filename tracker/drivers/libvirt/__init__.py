@@ -1,8 +1,9 @@
 """The libvirt driver: host facts, devices and instances from libvirt.
 
-Host: getInfo (CPUs, memory) and getCapabilities (arch, CPU features, NUMA
+Host: getInfo (CPUs, memory), getCapabilities (arch, CPU features, NUMA
 cells; when libvirt shows no cells, e.g. its test driver, the NUMA nodes
-come from sysfs at [tracker] sysfs_root). Devices: the node device API (PCI
+come from sysfs at [tracker] sysfs_root), the versions and domain
+capabilities behind nova's COMPUTE_* traits (``capabilities``). Devices: the node device API (PCI
 devices with their SR-IOV links and mdev types, existing mdevs). DISK_GB:
 the [tracker] images_pool capacity, else the filesystem of [DEFAULT]
 instances_path. Instances: every defined domain (a stopped instance still
@@ -33,10 +34,12 @@ from tracker.drivers import base
 from tracker.drivers import facts
 from tracker.drivers import image
 from tracker.drivers import layout
+from tracker.drivers import pci_spec
 from tracker.drivers.errors import DiscoveryError
 from tracker.drivers.host import disk as host_disk
 from tracker.drivers.host import numa as host_numa
 from tracker.drivers.host import sysfs
+from tracker.drivers.libvirt import capabilities
 from tracker.drivers.libvirt import parse
 
 LOG = logging.getLogger(__name__)
@@ -61,6 +64,7 @@ class LibvirtDriver(base.Driver):
         self.conf = conf
         self.uri = nova_opts.connection_uri(conf)
         self.connection: libvirt.virConnect | None = None
+        self._warned_read_only = False
 
     def _connect(self) -> libvirt.virConnect:
         if self.connection is None:
@@ -116,14 +120,15 @@ class LibvirtDriver(base.Driver):
 
     def host_facts(self, conn: libvirt.virConnect) -> facts.HostFacts:
         info = conn.getInfo()
-        caps = parse.Capabilities(conn.getCapabilities())
+        caps_xml = conn.getCapabilities()
+        caps = parse.Capabilities(caps_xml)
         nodes = caps.numa_nodes
         if not nodes:
             nodes = host_numa.read_nodes(self._paths())
-        # The cells are what NUMA providers report; the root reports their
-        # sum too, so both layouts agree (getInfo can say less: libvirt's
-        # test:///default says 3 GiB over cells of 2 + 4 GiB).
-        memory_mb: int = sum(n.memory_mb for n in caps.numa_nodes) or info[1]
+        # The root reports getInfo's memory, as nova does; NUMA providers
+        # their cells' (which can differ: libvirt's test:///default says
+        # 3 GiB over cells of 2 + 4 GiB).
+        memory_mb: int = info[1]
         host = facts.HostFacts(
             hostname=self.conf.host,
             cpus=list(range(info[2])), memory_mb=memory_mb,
@@ -132,7 +137,34 @@ class LibvirtDriver(base.Driver):
             huge_pages_mb=sum(n.huge_pages_mb for n in nodes),
             numa_nodes=nodes)
         self._devices(conn, host)
+        specs = pci_spec.DeviceSpecList(self.conf.pci.device_spec)
+        remote_managed = any(
+            spec.remote_managed for spec in map(specs.match, host.pci_devices)
+            if spec is not None)
+        domain_conn = self._read_write()
+        try:
+            host.traits |= capabilities.traits(
+                capabilities.Host(conn, caps_xml, self.conf.libvirt.virt_type,
+                                  domain_conn),
+                self.conf, remote_managed)
+        finally:
+            if domain_conn is not None:
+                domain_conn.close()
         return host
+
+    def _read_write(self) -> libvirt.virConnect | None:
+        """A read-write connection for the domain capabilities (libvirt
+        refuses them on a read-only one); None where the agent may only
+        read: the traits they give are then left out, once warned."""
+        try:
+            return libvirt.open(self.uri)
+        except libvirt.libvirtError as exc:
+            if not self._warned_read_only:
+                LOG.warning('libvirt at %s refuses a read-write connection '
+                            '(%s): no disk bus, video model, Secure Boot, TPM '
+                            'or emulated-architecture traits', self.uri, exc)
+                self._warned_read_only = True
+            return None
 
     @staticmethod
     def cpu_features(conn: libvirt.virConnect, caps: parse.Capabilities) -> set[str]:

@@ -1,0 +1,117 @@
+"""The tree the agent reports standalone is the tree nova-compute 34
+reports for the same host.
+
+tests/integration/nova_parity/trees.py runs in nova 34's functional
+virtualenv: for each host shape nova's own compute service (its
+LibvirtDriver, resource tracker and report client, on nova's fakelibvirt
+connection, upstream placement behind nova's fixture) reports its tree,
+and the agent's libvirt driver and layout read the same fake connection.
+Here the two are compared provider by provider: names, parents,
+inventories (total, reserved, min/max unit, step, ratio) and traits,
+OWNER_NOVA and the COMPUTE_* set included. Root uuids differ by design
+(docs/agent.md); nothing else may.
+"""
+import json
+import os
+import subprocess
+
+import pytest
+
+from tests import upstream
+from tests.integration import fixture_suites
+
+pytestmark = pytest.mark.integration
+
+TREES = os.path.join('tests', 'integration', 'nova_parity', 'trees.py')
+
+
+@pytest.fixture(scope='module')
+def trees(tmp_path_factory):
+    """Every shape beside upstream placement, and the scheduler's request
+    again with our server behind nova's fixture."""
+    venv = fixture_suites.prepare(fixture_suites.NOVA)
+    work = tmp_path_factory.mktemp('parity')
+    out = work / 'trees.json'
+    for args, extra in (([], {}), (['-k', 'scheduler'], {
+            'PYTHONPATH': fixture_suites.BEHIND_FIXTURE,
+            'PLACEMENT_FIXTURE_APP': 'ours',
+            'PLACEMENT_FIXTURE_DBDIR': str(work),
+            'PLACEMENT_FIXTURE_LOG': str(work / 'apps.log')})):
+        proc = subprocess.run(
+            [os.path.join(venv, 'bin', 'python'), '-m', 'unittest'] + args
+            + [TREES], cwd=upstream.TOP,
+            env=upstream.clean_env(PARITY_OUT=str(out), **extra),
+            capture_output=True, text=True, timeout=900)
+        assert proc.returncode == 0, proc.stderr[-6000:]
+    with open(out) as f:
+        found: dict = json.load(f)
+    return found
+
+
+def differences(nova, agent):
+    """Every way the agent's tree differs from nova's, in words."""
+    found = []
+    for name in sorted(set(nova) | set(agent)):
+        ours, theirs = agent.get(name), nova.get(name)
+        if ours is None or theirs is None:
+            found.append('%s: only %s reports it'
+                         % (name, 'nova' if ours is None else 'the agent'))
+            continue
+        for key in ('parent', 'inventories'):
+            if ours[key] != theirs[key]:
+                found.append('%s %s: nova %s, agent %s'
+                             % (name, key, theirs[key], ours[key]))
+        for side, extra in (('nova', set(theirs['traits']) - set(ours['traits'])),
+                            ('agent', set(ours['traits']) - set(theirs['traits']))):
+            if extra:
+                found.append('%s traits only %s has: %s'
+                             % (name, side, sorted(extra)))
+    return found
+
+
+def test_plain_host(trees):
+    """Two NUMA nodes, hyperthreads, 16 GiB: CPUs, memory, disk and the
+    root's traits exactly as nova's."""
+    plain = trees['plain']
+    assert 'OWNER_NOVA' in plain['nova']['compute1']['traits']
+    assert len(plain['nova']['compute1']['traits']) > 40
+    assert differences(plain['nova'], plain['agent']) == []
+
+
+def test_pci_in_placement(trees):
+    """nova's own PCI-in-placement host: plain devices, a one-time-use PF,
+    live-migratable VFs counted on their PF, a physnet spec left to
+    neutron: every device provider as nova's, CUSTOM_PCI_<V>_<P> classes,
+    COMPUTE_MANAGED_PCI_DEVICE, HW_PCI_* and OWNER_NOVA included."""
+    pci = trees['pci']
+    assert len(pci['nova']) == 5
+    assert 'HW_PCI_ONE_TIME_USE' in pci['nova']['compute1_0000:81:02.0']['traits']
+    assert 'HW_PCI_LIVE_MIGRATABLE' in pci['nova']['compute1_0000:81:03.0']['traits']
+    assert differences(pci['nova'], pci['agent']) == []
+
+
+def test_vgpu(trees):
+    """Two GPUs offering one mdev type: nova's '<root>_pci_<address>'
+    providers and VGPU inventories; the agent adds only its documented
+    CUSTOM_MDEV_<TYPE> trait."""
+    vgpu = trees['vgpu']
+    assert len(vgpu['nova']) == 3
+    assert differences(vgpu['nova'], vgpu['agent']) == [
+        '%s traits only agent has: %s' % (name, ['CUSTOM_MDEV_NVIDIA_11'])
+        for name in ('compute1_pci_0000_81_00_0', 'compute1_pci_0000_81_01_0')]
+
+
+@pytest.mark.parametrize('server', ['upstream', 'ours'])
+def test_nova_scheduler_finds_the_agents_host(trees, server):
+    """nova 34's request for a qcow2 image asking virtio disk, NIC and
+    video, built by its own request filters (OWNER_NOVA and the image
+    traits required on the root, COMPUTE_STATUS_DISABLED forbidden):
+    placement offers the agent's host, beside nova's own."""
+    found = trees['scheduler-' + server]
+    assert found['root_required'] == [
+        'COMPUTE_GRAPHICS_MODEL_VIRTIO', 'COMPUTE_IMAGE_TYPE_QCOW2',
+        'COMPUTE_NET_VIF_MODEL_VIRTIO', 'COMPUTE_STORAGE_BUS_VIRTIO',
+        'OWNER_NOVA']
+    assert found['root_forbidden'] == ['COMPUTE_STATUS_DISABLED']
+    assert found['agent_root'] in found['providers']
+    assert len(found['providers']) == 2       # nova's compute1 too
