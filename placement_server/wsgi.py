@@ -26,6 +26,7 @@ from wsgiref.types import WSGIApplication
 from wsgiref.types import WSGIEnvironment
 
 from oslo_config import cfg
+from oslo_context import context as oslo_context
 from oslo_middleware import request_id as oslo_request_id
 import webob
 
@@ -133,6 +134,36 @@ class Dispatcher:
         return body
 
 
+class RequestId(oslo_request_id.RequestId):
+    """oslo.middleware's request id (its rule for the caller's global id,
+    its environ keys, header and id format) as a plain WSGI layer.
+
+    oslo's own ``__call__`` goes through webob.dec: it builds a request,
+    turns the answer back into a webob.Response and renders it again,
+    which cost more than the rest of GET / together
+    (docs/bench/placement-server.md, issue 40).
+    """
+
+    def __init__(self, app: WSGIApplication) -> None:
+        super().__init__(app)
+        self.app = app
+
+    def __call__(self, environ: WSGIEnvironment,
+                 start_response: StartResponse) -> Iterable[bytes]:
+        self.set_global_req_id(webob.BaseRequest(environ))
+        request_id = oslo_context.generate_request_id()
+        environ[oslo_request_id.ENV_REQUEST_ID] = request_id
+        wanted = [oslo_request_id.HTTP_RESP_HEADER_REQUEST_ID, *self.compat_headers]
+
+        def start(status: str, headers: list[tuple[str, str]],
+                  exc_info: 'OptExcInfo | None' = None) -> Callable[[bytes], object]:
+            present = {name.lower() for name, _ in headers}
+            headers = headers + [(name, request_id) for name in wanted
+                                 if name.lower() not in present]
+            return start_response(status, headers, exc_info)
+        return self.app(environ, start)
+
+
 class PlacementApp:
     """Outermost app: what every response carries, and error rendering."""
 
@@ -190,4 +221,4 @@ def _with_headers(start_response: StartResponse,
 
 def make_app(conf: cfg.ConfigOpts, db: db_api.Database) -> WSGIApplication:
     """The full application for ``conf`` on database ``db``."""
-    return oslo_request_id.RequestId(PlacementApp(auth.wrap(Dispatcher(db, conf), conf)))
+    return RequestId(PlacementApp(auth.wrap(Dispatcher(db, conf), conf)))
