@@ -154,30 +154,36 @@ class Cells:
         self.project, self.user = str(uuid.uuid4()), str(uuid.uuid4())
         self.turn = 0
 
-    def request(self, cell):
-        """(environ, undo environ or None) for the next request of ``cell``."""
+    def spec(self, cell):
+        """((method, path, body, query), undo (method, path) or None): the
+        next request of ``cell``, and what (untimed) undoes it."""
         self.turn += 1
         if cell == 'GET /':
-            return environ('GET', '/'), None
+            return ('GET', '/', None, ''), None
         if cell == 'flat candidates':
-            return environ('GET', '/allocation_candidates', query=FLAT_QUERY), None
+            return ('GET', '/allocation_candidates', None, FLAT_QUERY), None
         if cell == 'nested candidates':
-            return environ('GET', '/allocation_candidates', query=NESTED_QUERY), None
+            return ('GET', '/allocation_candidates', None, NESTED_QUERY), None
         if cell == 'list providers':
-            return environ('GET', '/resource_providers'), None
+            return ('GET', '/resource_providers', None, ''), None
         if cell == 'PUT /allocations':
             consumer = str(uuid.uuid4())
             rp = self.flat[self.turn % len(self.flat)]
             claim = {'allocations': {rp: {'resources': {'VCPU': 1, 'MEMORY_MB': 256}}},
                      'consumer_generation': None, 'consumer_type': 'INSTANCE',
                      'project_id': self.project, 'user_id': self.user}
-            return (environ('PUT', '/allocations/' + consumer, claim),
-                    environ('DELETE', '/allocations/' + consumer))
+            return (('PUT', '/allocations/' + consumer, claim, ''),
+                    ('DELETE', '/allocations/' + consumer))
         if cell == 'POST /resource_providers':
             rp = str(uuid.uuid4())
-            return (environ('POST', '/resource_providers', {'name': 'new-' + rp, 'uuid': rp}),
-                    environ('DELETE', '/resource_providers/' + rp))
+            return (('POST', '/resource_providers', {'name': 'new-' + rp, 'uuid': rp}, ''),
+                    ('DELETE', '/resource_providers/' + rp))
         raise SystemExit('unknown cell %r' % cell)
+
+    def request(self, cell):
+        """(environ, undo environ or None) for the next request of ``cell``."""
+        (method, path, body, query), undo = self.spec(cell)
+        return environ(method, path, body, query), undo and environ(*undo)
 
     def run(self, cell, n):
         """CPU and wall seconds of ``n`` requests of ``cell``."""

@@ -105,43 +105,62 @@ class Side:
             self.proc.wait(timeout=60)
 
 
-def compare(engine, old_tree, new_tree, flat, trees, rounds, python):
+def compare(engine, old_tree, new_tree, flat, trees, rounds, python, served=None):
     """{cell: (old CPU-ms per request, new, new/old, old/new wall)}: lists, one
-    item per round."""
-    # SQLite's file in memory when the machine has /dev/shm: its commits
-    # wait on no disk (the databases are thrown away anyway)
+    item per round. ``served``: (workers, concurrency) to measure the trees'
+    placement-server processes instead of the application in process."""
     workdir = tempfile.mkdtemp(prefix='speed-guard-',
-                               dir='/dev/shm' if os.path.isdir('/dev/shm') else None)
+                               dir=None if served else _memory_dir())
     with harness.ScratchDatabase(engine, workdir, 'old') as old_db, \
             harness.ScratchDatabase(engine, workdir, 'new') as new_db:
-        old = Side('baseline', old_tree, old_db.url, flat, trees, python)
-        new = Side('tree', new_tree, new_db.url, flat, trees, python)
+        sides = []
         try:
-            old.ready()
-            new.ready()
-            sizes = {}
-            for cell in cpu_cells.CELLS:    # batch sizes from one calibrating batch
-                cpu = max(old.run(cell, 3)['cpu'], new.run(cell, 3)['cpu']) / 3
-                sizes[cell] = max(2, min(200, math.ceil(BATCH_CPU / max(cpu, 1e-6))))
-            samples = {cell: ([], [], [], []) for cell in cpu_cells.CELLS}
-            for r in range(rounds):
-                order = (old, new, new, old) if r % 2 == 0 else (new, old, old, new)
-                for cell in cpu_cells.CELLS:
-                    cpu = {old: 0.0, new: 0.0}
-                    wall = {old: 0.0, new: 0.0}
-                    for side in order:
-                        took = side.run(cell, sizes[cell])
-                        cpu[side] += took['cpu']
-                        wall[side] += took['wall']
-                    a, b = (cpu[s] / (2 * sizes[cell]) * 1000 for s in (old, new))
-                    samples[cell][0].append(a)
-                    samples[cell][1].append(b)
-                    samples[cell][2].append(b / a)
-                    samples[cell][3].append(wall[old] / wall[new])
+            for label, tree, db in (('baseline', old_tree, old_db), ('tree', new_tree, new_db)):
+                if served:
+                    from bench import served_cells
+                    sides.append(served_cells.ServedSide(label, tree, db.url, workdir, *served,
+                                                         python=python))
+                else:
+                    sides.append(Side(label, tree, db.url, flat, trees, python))
+            for side in sides:
+                side.ready(flat, trees) if served else side.ready()
+            samples = _rounds(*sides, rounds, BATCH_CPU * 10 if served else BATCH_CPU,
+                              50 if served else 10)
         finally:
-            old.close()
-            new.close()
+            for side in sides:
+                side.close()
     shutil.rmtree(workdir, ignore_errors=True)
+    return samples
+
+
+def _memory_dir():
+    # SQLite's file in memory when the machine has /dev/shm: its commits
+    # wait on no disk (the databases are thrown away anyway)
+    return '/dev/shm' if os.path.isdir('/dev/shm') else None
+
+
+def _rounds(old, new, rounds, batch_cpu, calibrating):
+    """ABBA rounds of every cell, each batch ~``batch_cpu`` seconds of CPU."""
+    sizes = {}
+    for cell in cpu_cells.CELLS:    # batch sizes from one calibrating batch
+        cpu = max(old.run(cell, calibrating)['cpu'],
+                  new.run(cell, calibrating)['cpu']) / calibrating
+        sizes[cell] = max(2, min(1000, math.ceil(batch_cpu / max(cpu, 1e-4))))
+    samples = {cell: ([], [], [], []) for cell in cpu_cells.CELLS}
+    for r in range(rounds):
+        order = (old, new, new, old) if r % 2 == 0 else (new, old, old, new)
+        for cell in cpu_cells.CELLS:
+            cpu = {old: 0.0, new: 0.0}
+            wall = {old: 0.0, new: 0.0}
+            for side in order:
+                took = side.run(cell, sizes[cell])
+                cpu[side] += took['cpu']
+                wall[side] += took['wall']
+            a, b = (cpu[s] / (2 * sizes[cell]) * 1000 for s in (old, new))
+            samples[cell][0].append(a)
+            samples[cell][1].append(b)
+            samples[cell][2].append(b / a)
+            samples[cell][3].append(wall[old] / wall[new])
     return samples
 
 
@@ -150,10 +169,11 @@ def _spread(values):
     return '%.2f-%.2f' % (q[0], q[2])
 
 
-def report(engine, samples, threshold, throughput_threshold=None, log=print):
+def report(engine, samples, threshold, throughput_threshold=None, log=print,
+           where='in the application'):
     """Print the table; the cells over a threshold: (engine, cell, what, ratio)."""
-    log('%s: CPU-ms per request in the application, median over %d ABBA rounds'
-        % (engine, len(next(iter(samples.values()))[0])))
+    log('%s: CPU-ms per request %s, median over %d ABBA rounds'
+        % (engine, where, len(next(iter(samples.values()))[0])))
     log('| cell | baseline CPU-ms | tree CPU-ms | tree/baseline CPU | spread (25th-75th) '
         '| throughput tree/baseline (wall) | spread |')
     log('|---|---|---|---|---|---|---|')
@@ -184,6 +204,11 @@ def main(argv=None):
                         help='also fail when baseline/tree throughput (wall) is above '
                              'this: only on a quiet machine, wall time is noise otherwise')
     parser.add_argument('--python', default=sys.executable)
+    parser.add_argument('--served', action='store_true',
+                        help="each tree's placement-server instead: server CPU per "
+                             'request (from /proc) and throughput under --concurrency')
+    parser.add_argument('--workers', type=int, default=2)
+    parser.add_argument('--concurrency', type=int, default=10)
     args = parser.parse_args(argv)
     baseline = args.baseline or baseline_commit()
     old_tree = tree_of(baseline)
@@ -195,9 +220,12 @@ def main(argv=None):
     worse = []
     for engine in args.engine or ['sqlite', 'postgresql']:
         started = time.monotonic()
-        samples = compare(engine, old_tree, new_tree, args.flat, args.trees,
-                          args.rounds, args.python)
-        worse += report(engine, samples, args.threshold, args.throughput_threshold)
+        samples = compare(engine, old_tree, new_tree, args.flat, args.trees, args.rounds,
+                          args.python, (args.workers, args.concurrency) if args.served else None)
+        worse += report(engine, samples, args.threshold, args.throughput_threshold,
+                        where="in the servers' processes (%d workers, %d clients at once)"
+                        % (args.workers, args.concurrency) if args.served
+                        else 'in the application')
         print('(%s: %.0f s)' % (engine, time.monotonic() - started), flush=True)
     for engine, cell, what, ratio in worse:
         print('SLOWER: %s on %s: %s %.2fx worse than the baseline' % (cell, engine, what, ratio))
