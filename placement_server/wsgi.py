@@ -20,7 +20,6 @@ import html
 import json
 import logging
 from typing import TYPE_CHECKING
-import urllib.parse
 from wsgiref.types import StartResponse
 from wsgiref.types import WSGIApplication
 from wsgiref.types import WSGIEnvironment
@@ -123,8 +122,9 @@ class Dispatcher:
             path = req.path_info
         except UnicodeDecodeError:
             raise errors.BadRequest('The URL path is not valid UTF-8.')
-        if '\x00' in path or b'\x00' in urllib.parse.unquote_to_bytes(
-                environ.get('QUERY_STRING', '')):
+        query = environ.get('QUERY_STRING', '')
+        # (a NUL reaches the query only as itself or as %00)
+        if '\x00' in path or '%00' in query or '\x00' in query:
             raise errors.BadRequest('NUL characters are not allowed in the URL.')
         _check_body_headers(environ)
         handler, kwargs = self.router.match(req.method, path)

@@ -42,3 +42,32 @@ def test_json_is_not_acceptable(accept):
     req = util.Request.blank('/', headers={'Accept': accept})
     with pytest.raises(errors.NotAcceptable):
         util.check_accept(req)
+
+
+@pytest.mark.parametrize('query, refused', [
+    ('name=%00', True), ('name=a%00b', True), ('name=%%00', True), ('name=\x00', True),
+    ('name=%2500', False), ('name=%0', False), ('name=100%25', False), ('name=a', False),
+])
+def test_a_nul_in_the_query_is_refused_before_routing(query, refused):
+    """The dispatcher looks for %00 instead of decoding the query string:
+    the same verdict as decoding it (a NUL is refused, a %25-escaped one is
+    a name like another)."""
+    from urllib.parse import unquote_to_bytes
+
+    from placement_server import wsgi
+
+    assert (b'\x00' in unquote_to_bytes(query)) is refused
+    environ = {'REQUEST_METHOD': 'GET', 'PATH_INFO': '/resource_providers',
+               'QUERY_STRING': query, 'openstack.request_id': 'req-x'}
+    dispatcher = wsgi.Dispatcher.__new__(wsgi.Dispatcher)
+    dispatcher.db = dispatcher.conf = None
+
+    class Routed(Exception):
+        pass
+
+    class Router:
+        def match(self, method, path):
+            raise Routed()
+    dispatcher.router = Router()
+    with pytest.raises(errors.BadRequest if refused else Routed):
+        dispatcher(environ, None)
