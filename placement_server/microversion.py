@@ -91,10 +91,26 @@ class UnacceptableVersion(ValueError):
     """A well-formed version this server does not offer (406)."""
 
 
+# Versions negotiated so far, by header text: clients send the same few
+# headers over and over, and reading one costs microversion-parse ~10 us.
+_NEGOTIATED: dict[str, Version] = {}
+_NEGOTIATED_MAX = 256
+
+
 def negotiate(header_value: str | None) -> Version:
     """Pick the version for a request from its header (or None: the minimum)."""
     if not header_value:
         return MIN_VERSION
+    known = _NEGOTIATED.get(header_value)
+    if known is not None:
+        return known
+    version = _negotiate(header_value)
+    if len(_NEGOTIATED) < _NEGOTIATED_MAX:   # bounded: headers are the client's
+        _NEGOTIATED[header_value] = version
+    return version
+
+
+def _negotiate(header_value: str) -> Version:
     # The header may name several services: "placement 1.4, compute 2.1".
     wanted = microversion_parse.get_version(
         {microversion_parse.STANDARD_HEADER: header_value}, SERVICE_TYPE)
