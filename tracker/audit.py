@@ -202,7 +202,7 @@ class AuditReport:
     fixed: bool = False
     writes: list[ListedWrite] = dataclasses.field(default_factory=list)
     remaining: list[Drift] = dataclasses.field(default_factory=list)
-    # beside nova-compute: consumers a migration in flight holds (not drift)
+    # beside nova-compute: what nova holds for a move in flight (not drift)
     held: list[Drift] = dataclasses.field(default_factory=list)
     errors: list[str] = dataclasses.field(default_factory=list)   # writes refused
     # the writes themselves, bodies included (http.Write): ``writes`` lists them
@@ -238,7 +238,7 @@ class AuditReport:
             lines.append('kept, written by others:')
             lines += ['  ' + d.describe() for d in self.foreign]
         if self.held:
-            lines.append('left alone, a migration in flight:')
+            lines.append('left alone, a move nova has in flight:')
             lines += ['  ' + d.describe() for d in self.held]
         if self.writes:
             verb = 'made' if self.fixed else 'would make'
