@@ -16,10 +16,9 @@ import libvirt
 from oslo_config import cfg
 import pytest
 
-from placement_server.direct import PlacementDirect
 from tests.fixtures.nova_answers import Nova
 from tests.fixtures.nova_answers import server
-from tests.functional.report_client_fixtures import Placement
+from tests.functional.report_client_fixtures import placement  # noqa: F401 (every engine)
 from tracker import agent as agent_mod
 from tracker import conf as tracker_conf
 from tracker.drivers.libvirt import LibvirtDriver
@@ -37,11 +36,6 @@ LOCAL, VOLUME, PCI, MDEV = ('a1b2c3d4-0000-4000-8000-00000000000%d' % n for n in
 NVME_CLASS = 'CUSTOM_PCI_144D_A808'    # nova's name for the drive's class
 
 
-@pytest.fixture
-def placement(tmp_path):
-    direct = PlacementDirect('sqlite:///%s' % (tmp_path / 'p.sqlite'), sync=True)
-    with direct:
-        yield Placement(direct.new_adapter, 'ours')
 
 
 @pytest.fixture
