@@ -16,6 +16,7 @@ pytestmark = pytest.mark.integration
 TESTS = 9
 
 
+@pytest.mark.first
 def test_the_agent_beside_novas_compute_moves(tmp_path, record_property):
     both = fixture_suites.run_beside(fixture_suites.NOVA_FRAMEWORK, str(tmp_path),
                                      concurrency=1, timeout=1500)
