@@ -60,7 +60,12 @@ Rules from placement alone, which hold whatever nova's API says:
    at a move: nova's server has no task and no moving status, no
    migration nova has in flight is its, and (nova not asked) no consumer
    without a domain here has its owner (a resize on the same host).
-5. A repair keeps what nova wrote as nova wrote it: an untyped consumer is
+5. A repair only adds to what nova holds: a guest holding more than its
+   domain shows (a device part, an amount) is reported, not shrunk. The
+   agent may not see all a guest uses (an mdev its libvirt does not list,
+   storage it does not count); holding too much wastes, freeing too much
+   over-commits.
+6. A repair keeps what nova wrote as nova wrote it: an untyped consumer is
    written untyped (below microversion 1.38), the consumer's generation as
    read is sent, and a 409 is not retried (placement.consumers); project
    and user come from the domain's ``<nova:owner>``, else placement's
@@ -177,6 +182,13 @@ class _Guest:
     shown: dict[str, object]
     wanted: alloc_mod.Allocations
     owner: Owner
+    have: alloc_mod.Allocations = dataclasses.field(default_factory=dict)
+
+
+def _frees(have: alloc_mod.Allocations, wanted: alloc_mod.Allocations) -> bool:
+    """Whether writing ``wanted`` over ``have`` would free anything."""
+    return any(n > wanted.get(rp, {}).get(rc, 0)
+               for rp, amounts in have.items() for rc, n in amounts.items())
 
 
 class _Judge:
@@ -235,7 +247,8 @@ class _Judge:
             return _Guest(instance, 'allocation_missing', {'host': wanted}, wanted, owner)
         kind = ('allocation_device_missing' if have.get(self.root) == wanted.get(self.root)
                 else 'allocation_differs')
-        return _Guest(instance, kind, {'host': wanted, 'placement': have}, wanted, owner)
+        return _Guest(instance, kind, {'host': wanted, 'placement': have}, wanted, owner,
+                      have)
 
     def settle(self, guest: _Guest, owners_without_domain: set[Owner]) -> None:
         instance = guest.instance
@@ -257,6 +270,10 @@ class _Judge:
         if verdict.kind == nova_api.NONE:
             self.report(guest.kind, instance.uuid, instance.name, guest.shown, None,
                         verdict.reason)
+        elif _frees(guest.have, guest.wanted):
+            self.report(guest.kind, instance.uuid, instance.name, guest.shown, None,
+                        'the repair would free what nova allocated (a device or an '
+                        'amount the agent may not see)')
         elif not project_id or not user_id:
             self.report(guest.kind, instance.uuid, instance.name, guest.shown, None,
                         'no owner known (no <nova:owner>, no record in placement)')

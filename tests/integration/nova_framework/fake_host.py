@@ -50,8 +50,9 @@ class Domain:
 
 class Connection:
     """A compute's fakelibvirt connection as libvirt answers the agent's
-    driver: every domain for flags 0 (fakelibvirt lists none), no storage
-    pools (the disks are files under instances_path)."""
+    driver: every domain for flags 0 (fakelibvirt lists none), the mdevs
+    for CAP_MDEV, no storage pools (the disks are files under
+    instances_path)."""
 
     def __init__(self, conn):
         self.conn = conn
@@ -63,6 +64,15 @@ class Connection:
         return [Domain(d) for d in self.conn.listAllDomains(
             flags or (fakelibvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE
                       | fakelibvirt.VIR_CONNECT_LIST_DOMAINS_INACTIVE))]
+
+    def listAllDevices(self, flags):
+        """fakelibvirt lists no mdev for CAP_MDEV (nova looks them up by
+        name); libvirt does."""
+        found = list(self.conn.listAllDevices(flags))
+        if flags & fakelibvirt.VIR_CONNECT_LIST_NODE_DEVICES_CAP_MDEV:
+            found += [fakelibvirt.NodeDevice(self.conn, xml=dev.XMLDesc(0))
+                      for dev in self.conn.mdev_info.devices.values()]
+        return found
 
     def storageVolLookupByPath(self, path):
         raise _no_such(50, 'storage volume')

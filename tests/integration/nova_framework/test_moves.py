@@ -6,6 +6,7 @@ in process: its libvirt driver reads each compute's fake libvirt
 connection, its report client reads the fixture's placement, and it asks
 nova's API what is moving. With orphan_grace 0: no finding, no write.
 """
+import json
 import os
 import tempfile
 
@@ -16,6 +17,7 @@ from keystoneauth1 import token_endpoint
 from nova import conf as nova_conf
 from nova.cmd import manage
 from nova.tests.functional.libvirt import base
+from nova.tests.functional.libvirt import test_vgpu
 from nova.virt.libvirt.driver import LibvirtDriver as NovaLibvirtDriver
 from oslo_config import cfg
 
@@ -39,19 +41,23 @@ def LEFT_DEFINED(server):
     return [server['id']]
 
 
-class AgentBesideNova(base.LibvirtMigrationMixin, base.ServersTestBase):
-    """The agent's audit beside each of nova's computes."""
+class _AgentBeside(base.LibvirtMigrationMixin, base.ServersTestBase):
+    """The agent's audit beside each of nova's computes (no tests here)."""
 
     microversion = 'latest'
     ADMIN_API = True
+    AGENT_OPTS: tuple = ()      # (name, value, group) the agent reads from nova.conf
 
     def setUp(self):
         super().setUp()
         self.flags(allow_resize_to_same_host=False)
-        for host in HOSTS:
-            self.start_compute(host)
+        self.start_computes()
         self.placement_writes = []
         self.ages = {host: reconcile.ConsumerAges() for host in HOSTS}
+
+    def start_computes(self):
+        for host in HOSTS:
+            self.start_compute(host)
 
     def _placement(self):
         endpoint = self.placement.fixture.endpoint
@@ -84,7 +90,8 @@ class AgentBesideNova(base.LibvirtMigrationMixin, base.ServersTestBase):
                 ('driver', 'libvirt', 'tracker'), ('host', host, None),
                 ('state_path', state, None),
                 ('instances_path', nova_conf.CONF.instances_path, None),
-                ('orphan_grace', 0, 'tracker'), ('notifications', False, 'tracker')):
+                ('orphan_grace', 0, 'tracker'), ('notifications', False, 'tracker'),
+                *self.AGENT_OPTS):
             conf.set_override(name, value, group)
         return conf
 
@@ -159,9 +166,9 @@ class AgentBesideNova(base.LibvirtMigrationMixin, base.ServersTestBase):
             'nova.virt.libvirt.driver.LibvirtDriver.' + target, audited))
         self.addCleanup(lambda: self.assertEqual([], failures))
 
-    def flavor(self, vcpu, memory_mb, disk):
+    def flavor(self, vcpu, memory_mb, disk, extra_spec=None):
         return self._create_flavor(vcpu=vcpu, memory_mb=memory_mb, disk=disk,
-                                   ephemeral=0, swap=0)
+                                   ephemeral=0, swap=0, extra_spec=extra_spec)
 
     def boot(self, flavor=None):
         server = self._create_server(host='host1', networks='none',
@@ -169,9 +176,47 @@ class AgentBesideNova(base.LibvirtMigrationMixin, base.ServersTestBase):
         self.assert_untouched('booted')
         return server
 
-    def migration(self, server):
-        found = self.admin_api.get_migrations(instance_uuid=server['id'])
-        return found[0]['uuid'] if 'uuid' in found[0] else None
+    def _get_migration_uuid(self, server):
+        self.admin_api.microversion = '2.80'
+        found = self.admin_api.api_get(
+            '/os-migrations?instance_uuid=%s' % server['id']).body['migrations']
+        return found[0]['uuid']
+
+    def plant(self, server, allocations):
+        """Write the server's allocation behind nova, as nova writes (1.36)."""
+        held = self.placement.get('/allocations/%s' % server['id'], version='1.38').body
+        self.placement.put('/allocations/%s' % server['id'], {
+            'allocations': {rp: {'resources': r} for rp, r in allocations.items()},
+            'project_id': held['project_id'], 'user_id': held['user_id'],
+            'consumer_generation': held['consumer_generation']}, version='1.36')
+        return held
+
+    def assert_repaired(self, server, kind, held):
+        """Exactly ``kind`` for ``server``; the dry run's one PUT, then
+        --fix's, accepted; the consumer as nova had it, still untyped;
+        nova's own placement audit finds nothing, the agent nothing more."""
+        report = self.audit('host1')
+        self.assertEqual([(kind, server['id'])], [(d.kind, d.uuid) for d in report.drift])
+        self.assertEqual([('PUT', '/allocations/' + server['id'])],
+                         [(w['method'], w['path']) for w in report.writes])
+        self.assertEqual([], self.placement_writes)
+        fixed = self.audit('host1', fix=True)
+        self.assertEqual(([], []), (fixed.remaining, fixed.errors))
+        self.assertEqual(['PUT'], [m for m, _, status in self.placement_writes
+                                   if 200 <= status < 300])
+        after = self.placement.get('/allocations/%s' % server['id'], version='1.38').body
+        self.assertEqual('unknown', after['consumer_type'])
+        self.assertEqual((held['project_id'], held['user_id']),
+                         (after['project_id'], after['user_id']))
+        self.assertEqual(*({rp: a['resources'] for rp, a in body['allocations'].items()}
+                           for body in (held, after)))
+        self.assertEqual(0, manage.PlacementCommands().audit(verbose=True))
+        self.placement_writes.clear()
+        self.assert_untouched('repaired')
+
+
+class AgentBesideNova(_AgentBeside):
+    """nova's moves, audited on both hosts at every step."""
 
     def test_cold_migrate_confirm(self):
         server = self.boot()
@@ -183,12 +228,6 @@ class AgentBesideNova(base.LibvirtMigrationMixin, base.ServersTestBase):
         self.during('confirm_migration', 'confirming')
         self._confirm_resize(server)
         self.assert_untouched('confirmed', {'host1': LEFT_DEFINED(server)})
-
-    def _get_migration_uuid(self, server):
-        self.admin_api.microversion = '2.80'
-        found = self.admin_api.api_get(
-            '/os-migrations?instance_uuid=%s' % server['id']).body['migrations']
-        return found[0]['uuid']
 
     def _resize_and_back(self, new, revert):
         server = self.boot(self.flavor(2, 1024, 2))
@@ -244,37 +283,11 @@ class AgentBesideNova(base.LibvirtMigrationMixin, base.ServersTestBase):
         self.assert_untouched('source back', {})
 
     def test_planted_drift_is_found_and_repaired_as_nova_accepts(self):
-        """A quiet host, a guest's allocation shrunk behind nova (untyped,
-        as nova writes): exactly that finding; --fix's PUT accepted, the
-        consumer still untyped; then nova's own placement audit finds
-        nothing and the agent nothing more."""
+        """A quiet host, a guest's allocation shrunk behind nova."""
         server = self.boot(self.flavor(2, 1024, 2))
         root = self.compute_rp_uuids['host1']
-        held = self.placement.get('/allocations/%s' % server['id'], version='1.38').body
-        self.placement.put('/allocations/%s' % server['id'], {
-            'allocations': {root: {'resources': {'VCPU': 2, 'MEMORY_MB': 512,
-                                                 'DISK_GB': 2}}},
-            'project_id': held['project_id'], 'user_id': held['user_id'],
-            'consumer_generation': held['consumer_generation']}, version='1.36')
-        report = self.audit('host1')
-        self.assertEqual([('allocation_differs', server['id'])],
-                         [(d.kind, d.uuid) for d in report.drift])
-        self.assertEqual([('PUT', '/allocations/' + server['id'])],
-                         [(w['method'], w['path']) for w in report.writes])
-        self.assertEqual([], self.placement_writes)
-        fixed = self.audit('host1', fix=True)
-        self.assertEqual(([], []), (fixed.remaining, fixed.errors))
-        self.assertEqual(['PUT'], [m for m, _, status in self.placement_writes
-                                   if 200 <= status < 300])
-        after = self.placement.get('/allocations/%s' % server['id'], version='1.38').body
-        self.assertEqual('unknown', after['consumer_type'])
-        self.assertEqual((held['project_id'], held['user_id']),
-                         (after['project_id'], after['user_id']))
-        self.assertEqual({'VCPU': 2, 'MEMORY_MB': 1024, 'DISK_GB': 2},
-                         after['allocations'][root]['resources'])
-        self.assertEqual(0, manage.PlacementCommands().audit(verbose=True))
-        self.placement_writes.clear()
-        self.assert_untouched('repaired')
+        held = self.plant(server, {root: {'VCPU': 2, 'MEMORY_MB': 512, 'DISK_GB': 2}})
+        self.assert_repaired(server, 'allocation_differs', held)
 
     def test_shelve_offload_and_unshelve(self):
         server = self.boot()
@@ -284,3 +297,59 @@ class AgentBesideNova(base.LibvirtMigrationMixin, base.ServersTestBase):
         self.during('spawn', 'unshelving before its domain')
         self._unshelve_server(server)
         self.assert_untouched('unshelved', {})
+
+
+PCI_RC = 'CUSTOM_PCI_%s_%s' % (fake_host.fakelibvirt.PCI_VEND_ID,
+                               fake_host.fakelibvirt.PCI_PROD_ID)
+PCI_SPEC = [json.dumps({'vendor_id': fake_host.fakelibvirt.PCI_VEND_ID,
+                        'product_id': fake_host.fakelibvirt.PCI_PROD_ID})]
+
+
+class PciDriftBesideNova(_AgentBeside):
+    """PCI in placement as nova's test_pci_in_placement sets it up: the
+    device's child part left out behind nova is found and put back."""
+
+    ADDITIONAL_FILTERS = ['NUMATopologyFilter', 'PciPassthroughFilter']
+    AGENT_OPTS = (('report_in_placement', True, 'pci'), ('device_spec', PCI_SPEC, 'pci'))
+
+    def start_computes(self):
+        self.flags(group='pci', report_in_placement=True, device_spec=PCI_SPEC,
+                   alias=[json.dumps({'vendor_id': fake_host.fakelibvirt.PCI_VEND_ID,
+                                      'product_id': fake_host.fakelibvirt.PCI_PROD_ID,
+                                      'name': 'a1', 'device_type': 'type-PCI'})])
+        self.flags(group='filter_scheduler', pci_in_placement=True)
+        pci = fake_host.fakelibvirt.HostPCIDevicesInfo(num_pci=1, numa_node=0)
+        self.start_compute('host1', pci_info=pci)
+        self.start_compute('host2')
+
+    def test_a_pci_child_part_left_out_is_put_back(self):
+        server = self.boot(self.flavor(1, 512, 1, {'pci_passthrough:alias': 'a1:1'}))
+        root = self.compute_rp_uuids['host1']
+        held = self.placement.get('/allocations/%s' % server['id'], version='1.38').body
+        self.assertIn(PCI_RC, [rc for rp in held['allocations'].values()
+                               for rc in rp['resources']])
+        self.plant(server, {root: held['allocations'][root]['resources']})
+        self.assert_repaired(server, 'allocation_device_missing', held)
+
+
+class VgpuDriftBesideNova(_AgentBeside, test_vgpu.VGPUTestBase):
+    """vGPUs as nova's test_vgpu sets them up (mdevs on a GPU's child
+    provider): the mdev's child part left out behind nova is put back."""
+
+    AGENT_OPTS = (('enabled_mdev_types', [fake_host.fakelibvirt.NVIDIA_11_VGPU_TYPE],
+                   'devices'),)
+
+    def start_computes(self):
+        self.flags(enabled_mdev_types=fake_host.fakelibvirt.NVIDIA_11_VGPU_TYPE,
+                   group='devices')
+        self.start_compute_with_vgpu('host1')
+        self.start_compute('host2')
+
+    def test_a_vgpu_child_part_left_out_is_put_back(self):
+        server = self.boot(self.flavor(1, 512, 1, {'resources:VGPU': '1'}))
+        root = self.compute_rp_uuids['host1']
+        held = self.placement.get('/allocations/%s' % server['id'], version='1.38').body
+        self.assertIn('VGPU', [rc for rp, a in held['allocations'].items() if rp != root
+                               for rc in a['resources']])
+        self.plant(server, {root: held['allocations'][root]['resources']})
+        self.assert_repaired(server, 'allocation_device_missing', held)

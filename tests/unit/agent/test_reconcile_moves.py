@@ -188,3 +188,15 @@ def test_nova_unreachable_writes_nothing_it_would_settle():
             raise NovaUnavailable('503')
     found = check([], {ORPHAN: nova_record({ROOT: OLD})}, nova=Down())
     assert kinds(found) == [('allocation_orphan', ORPHAN)] and found.repairs == []
+
+
+@pytest.mark.parametrize('held', [
+    {ROOT: OLD, GPU: {'VGPU': 1}},          # an mdev the agent does not see
+    {ROOT: GROWN},                          # more than the domain shows
+    {ROOT: dict(OLD, MEMORY_MB=512), GPU: {'VGPU': 1}},   # one part up, one down
+])
+def test_a_repair_never_frees_what_nova_allocated(held):
+    found = check([domain({ROOT: OLD})], {VM: nova_record(held)}, nova=Nova(
+        servers={VM: server()}))
+    assert [d.uuid for d in found.drift] == [VM] and found.repairs == []
+    assert 'free' in found.drift[0].detail['not_repaired']
