@@ -32,6 +32,7 @@ LOG = logging.getLogger(__name__)
 
 VERSION = '2.80'      # migrations' uuid (2.59), project and user filters (2.80)
 PAGE = 1000           # nova's default [api] max_limit
+TIMEOUT = 30.0        # seconds; [placement] timeout when it is set
 SERVER, MIGRATION, NONE, UNASKED = 'server', 'migration', 'none', 'unasked'
 
 # nova's own meaning of "ended" (migration_get_in_progress_by_host_and_node);
@@ -73,8 +74,10 @@ class NovaApi:
 
     def _get(self, path: str) -> tuple[int, Any]:
         try:
+            # a nova that does not answer must not stop the cycle
             resp = self.adapter.get(path, microversion=VERSION, raise_exc=False,
-                                    connect_retries=0)
+                                    connect_retries=0,
+                                    timeout=self.adapter.session.timeout or TIMEOUT)
         except ks_exc.ClientException as exc:
             raise NovaUnavailable('%s: %s' % (type(exc).__name__, exc)) from None
         # a catalog-less token (admin_token) sends any service to placement

@@ -5,7 +5,8 @@ placement behind nova's PlacementFixture and once with upstream's, both at
 once. Each move (cold migration and resize up and down, confirmed and
 reverted, live migration, evacuation and the source's return, shelve
 offload and unshelve), audited on both hosts in flight and after: no
-finding, no write; planted drift: exactly its finding and an accepted
+finding, no write; planted drift (a shrunk allocation, a PCI device's and
+a vGPU's child part left out): exactly its finding and an accepted
 repair."""
 import pytest
 
@@ -13,7 +14,7 @@ from tests.integration import fixture_suites
 
 pytestmark = pytest.mark.integration
 
-TESTS = 9
+TESTS = 11
 
 
 @pytest.mark.first

@@ -276,6 +276,7 @@ class AgentBesideNova(_AgentBeside):
         service = self.admin_api.get_services(host='host1', binary='nova-compute')[0]
         self.computes['host1'].stop()
         self.admin_api.put_service_force_down(service['id'], True)
+        self.during('spawn', 'evacuation: the destination before its domain')
         self._evacuate_server(server, expected_host='host2')
         self.assert_untouched('evacuated', {})
         self.computes['host1'].start()   # nova cleans the source up
