@@ -15,6 +15,7 @@ from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import session as ks_session
 from keystoneauth1 import token_endpoint
 from nova import conf as nova_conf
+from nova import context as nova_context
 from nova.cmd import manage
 from nova.tests.functional.libvirt import base
 from nova.tests.functional.libvirt import test_vgpu
@@ -211,6 +212,11 @@ class _AgentBeside(base.LibvirtMigrationMixin, base.ServersTestBase):
         self.assertEqual(*({rp: a['resources'] for rp, a in body['allocations'].items()}
                            for body in (held, after)))
         self.assertEqual(0, manage.PlacementCommands().audit(verbose=True))
+        # nova's periodic task heals nothing: the consumer is not written again
+        self.computes['host1'].manager.update_available_resource(
+            nova_context.get_admin_context())
+        again = self.placement.get('/allocations/%s' % server['id'], version='1.38').body
+        self.assertEqual(after['consumer_generation'], again['consumer_generation'])
         self.placement_writes.clear()
         self.assert_untouched('repaired')
 
