@@ -238,7 +238,7 @@ class AuditReport:
             lines.append('kept, written by others:')
             lines += ['  ' + d.describe() for d in self.foreign]
         if self.held:
-            lines.append('left alone, a move nova has in flight:')
+            lines.append('left alone, nova may be moving them (see reason):')
             lines += ['  ' + d.describe() for d in self.held]
         if self.writes:
             verb = 'made' if self.fixed else 'would make'
