@@ -83,7 +83,7 @@ def cycle(snapshot: base.HostSnapshot, client: ReportClient, conf: cfg.ConfigOpt
     checked = check(snapshot, client, conf, ages, compute_node, nova)
     found, allocated = checked.found, None
     changes = notify.findings(found.drift, reported)
-    if found.drift and conf.tracker.repair_allocations:
+    if found.repairs and conf.tracker.repair_allocations:
         allocated = repair(client, compute_node, found)
         changes += notify.notifications(SyncResult(), allocated, checked.snapshot())
     return found, allocated, changes

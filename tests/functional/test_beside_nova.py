@@ -283,6 +283,11 @@ def test_a_guest_arriving_before_its_domain_is_never_written(conf, placement, no
     assert [(d.kind, d.uuid) for d in report.drift] == [('allocation_orphan', INCOMING)]
     assert report.writes == [] and writes(placement, marker) == []
     assert allocations(placement, INCOMING) == {NOVA_ROOT: RESIZED}
+    # the repairing daemon writes nothing either, and tells the finding once
+    agent.conf.set_override('repair_allocations', True, 'tracker')
+    assert [e for e, _ in agent.run_cycle().changes] == ['tracker.allocation.finding']
+    assert agent.run_cycle().changes == []
+    assert writes(placement, marker) == []
     # with nova's API saying it is arriving: held, not even reported
     agent.nova = Nova(servers={INCOMING: server('RESIZE', 'resize_migrated')})
     report = quiet_over_cycles(agent, placement)
