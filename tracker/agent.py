@@ -25,6 +25,7 @@ from tracker import agent_opts
 from tracker import audit as audit_mod
 from tracker import metrics as metrics_mod
 from tracker import notify
+from tracker import nova_api
 from tracker import nova_audit
 from tracker import nova_compute
 from tracker import reconcile
@@ -111,6 +112,9 @@ class Agent(service.ServiceBase):  # type: ignore[misc, unused-ignore]
         self.compute_node: str | None = None
         self._ages: reconcile.ConsumerAges | None = None
         self._reported: set[tuple[str, str]] = set()
+        # nova's API, asked what is moving (tracker/nova_api.py); by default
+        # the catalog's compute service with placement's credentials
+        self.nova: nova_api.Source | None = None
 
     @property
     def last_snapshot(self) -> HostSnapshot | None:
@@ -136,6 +140,8 @@ class Agent(service.ServiceBase):  # type: ignore[misc, unused-ignore]
             self.client = ReportClient(
                 conf=self.conf, state_file=ownership.path_for(
                     self.conf.tracker.state_path, self.host))
+        if self.compute_node and self.nova is None:
+            self.nova = nova_api.NovaApi.beside(self.client.http.adapter)
         return _Parts(driver, self.client, self._ages)
 
     def discover(self) -> HostSnapshot:
@@ -235,7 +241,7 @@ class Agent(service.ServiceBase):  # type: ignore[misc, unused-ignore]
         try:
             found, allocated, changes = nova_audit.cycle(
                 snapshot, client, self.conf, parts.ages, compute_node,
-                self._reported)
+                self._reported, self.nova)
         except PlacementUnreachable as exc:
             self._placement_state(False, exc)
             return CycleResult(False, False, error='placement unreachable: %s' % exc)
@@ -291,7 +297,8 @@ class Agent(service.ServiceBase):  # type: ignore[misc, unused-ignore]
             snapshot = self.discover()
             if self.compute_node:
                 report = nova_audit.audit(snapshot, parts.client, self.conf, parts.ages,
-                                          self.compute_node, fix=fix, dry_run=dry_run)
+                                          self.compute_node, fix=fix, dry_run=dry_run,
+                                          nova=self.nova)
                 self.metrics.findings_seen(nova_audit.counts(report.drift))
             else:
                 report = audit_mod.audit(

@@ -61,20 +61,24 @@ tracker_opts: list[cfg.Opt] = [
                     'hypervisor\'s domains.'),
     cfg.BoolOpt('repair_allocations', default=False, mutable=True,
                 help='Beside nova-compute: the daemon repairs the allocation '
-                     'findings of each cycle (orphans, evacuation leftovers, '
-                     'missing or wrong sizes, stale migrations). Off: it '
-                     'reports them only (metrics, notifications, log); '
-                     'tracker-audit --fix repairs on demand.'),
+                     'findings of each cycle that it may repair (missing or '
+                     'wrong sizes and device parts; leftovers nova\'s API '
+                     'says nova knows nothing of). Never what nova may hold '
+                     'for a move (docs/agent.md). Off: it reports them only '
+                     '(metrics, notifications, log); tracker-audit --fix '
+                     'repairs on demand.'),
     cfg.IntOpt('migration_max_age', default=86400, min=0, mutable=True,
-               help='Beside nova-compute: seconds after which a MIGRATION '
-                    'consumer on this host\'s providers counts as stale '
-                    '(age from the first time the agent saw it; placement '
-                    'keeps no creation time).'),
+               help='Beside nova-compute, when nova\'s API cannot be asked: '
+                    'seconds after which a consumer typed MIGRATION on this '
+                    'host\'s providers is reported stale (age from the first '
+                    'time the agent saw it; placement keeps no creation time). '
+                    'It is never removed by the agent.'),
     cfg.IntOpt('orphan_grace', default=300, min=0, mutable=True,
-               help='Beside nova-compute: seconds an instance\'s allocation '
-                    'may hold resources here without a domain before it is '
-                    'reported (the scheduler allocates before nova-compute '
-                    'defines the guest).'),
+               help='Beside nova-compute: seconds a consumer may hold '
+                    'resources here without a domain before it is reported '
+                    '(the scheduler allocates before nova-compute defines the '
+                    'guest). What nova holds for a move is never written, '
+                    'whatever the grace.'),
     cfg.StrOpt('aggregates_file',
                help='YAML description of the host aggregates (see '
                     'etc/aggregates.yaml) used by "tracker-manage '

@@ -205,7 +205,7 @@ class AuditReport:
     fixed: bool = False
     writes: list[ListedWrite] = dataclasses.field(default_factory=list)
     remaining: list[Drift] = dataclasses.field(default_factory=list)
-    # beside nova-compute: consumers a migration in flight holds (not drift)
+    # beside nova-compute: what nova holds for a move in flight (not drift)
     held: list[Drift] = dataclasses.field(default_factory=list)
     errors: list[str] = dataclasses.field(default_factory=list)   # writes refused
     # the writes themselves, bodies included (http.Write): ``writes`` lists them
@@ -247,7 +247,7 @@ class AuditReport:
             lines.append('drained devices (no new allocation):')
             lines += ['  %s: %s' % item for item in sorted(self.drained.items())]
         if self.held:
-            lines.append('left alone, a migration in flight:')
+            lines.append('left alone, nova may be moving them (see reason):')
             lines += ['  ' + d.describe() for d in self.held]
         if self.writes:
             verb = 'made' if self.fixed else 'would make'

@@ -16,6 +16,7 @@ from oslo_config import cfg
 
 from tracker import audit as audit_mod
 from tracker import notify
+from tracker import nova_api
 from tracker import nova_compute
 from tracker import reconcile
 from tracker.drivers import base
@@ -43,14 +44,21 @@ def ages_for(conf: cfg.ConfigOpts, host: str) -> reconcile.ConsumerAges:
 
 
 def check(snapshot: base.HostSnapshot, client: ReportClient, conf: cfg.ConfigOpts,
-          ages: reconcile.ConsumerAges, compute_node: str) -> Check:
+          ages: reconcile.ConsumerAges, compute_node: str,
+          nova: nova_api.Source | None = None) -> Check:
+    """``nova``: nova's API (None: moves are judged from placement alone,
+    and nothing they could explain is repaired)."""
     tree = client.fetch_tree(compute_node)
     adopted = nova_compute.adopt(snapshot, tree, compute_node)
-    consumers = client.get_allocations_for_tree(compute_node)
+    consumers = dict(client.get_allocations_for_tree(compute_node))
+    for instance in adopted.instances:
+        if instance.uuid not in consumers:
+            # holding nothing here: does it hold elsewhere (a move)?
+            consumers[instance.uuid] = client.consumer(instance.uuid)
     found = reconcile.findings(
         adopted.instances, consumers, client.managed_providers(compute_node),
         compute_node, ages, orphan_grace=conf.tracker.orphan_grace,
-        migration_max_age=conf.tracker.migration_max_age)
+        migration_max_age=conf.tracker.migration_max_age, nova=nova_api.Moves(nova))
     return Check(adopted, found)
 
 
@@ -67,15 +75,15 @@ def counts(drift: Iterable[audit_mod.Drift]) -> dict[str, int]:
 
 def cycle(snapshot: base.HostSnapshot, client: ReportClient, conf: cfg.ConfigOpts,
           ages: reconcile.ConsumerAges, compute_node: str,
-          reported: Collection[tuple[str, str]]
+          reported: Collection[tuple[str, str]], nova: nova_api.Source | None = None
           ) -> tuple[reconcile.Findings, AllocationResult | None, list[notify.Event]]:
     """The daemon's cycle: (findings, the repair's AllocationResult or
     None, the notifications to send). ``reported``: the findings already
     notified ({(kind, consumer)})."""
-    checked = check(snapshot, client, conf, ages, compute_node)
+    checked = check(snapshot, client, conf, ages, compute_node, nova)
     found, allocated = checked.found, None
     changes = notify.findings(found.drift, reported)
-    if found.drift and conf.tracker.repair_allocations:
+    if found.repairs and conf.tracker.repair_allocations:
         allocated = repair(client, compute_node, found)
         changes += notify.notifications(SyncResult(), allocated, checked.snapshot())
     return found, allocated, changes
@@ -83,11 +91,12 @@ def cycle(snapshot: base.HostSnapshot, client: ReportClient, conf: cfg.ConfigOpt
 
 def audit(snapshot: base.HostSnapshot, client: ReportClient, conf: cfg.ConfigOpts,
           ages: reconcile.ConsumerAges, compute_node: str, fix: bool = False,
-          dry_run: bool = False) -> audit_mod.AuditReport:
+          dry_run: bool = False, nova: nova_api.Source | None = None
+          ) -> audit_mod.AuditReport:
     """The AuditReport of the guests' allocations on nova's tree. The dry
     run is the repair on a twin of the client that sends no write
     (ReportClient.dry_run): it lists what --fix sends."""
-    first = check(snapshot, client, conf, ages, compute_node)
+    first = check(snapshot, client, conf, ages, compute_node, nova)
     found = first.found
     report = audit_mod.AuditReport(first.adopted.root_name, found.drift,
                                    held=found.held)
@@ -99,7 +108,7 @@ def audit(snapshot: base.HostSnapshot, client: ReportClient, conf: cfg.ConfigOpt
         report.fixed = True
         report.errors = [str(e) for e in result.errors]
         client.forget_allocations()
-        again = check(snapshot, client, conf, ages, compute_node)
+        again = check(snapshot, client, conf, ages, compute_node, nova)
         report.remaining, report.held = again.found.drift, again.found.held
     report.writes = audit_mod.listed(report.written,
                                      {d.uuid: d.name for d in found.drift})

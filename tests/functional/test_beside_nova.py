@@ -3,7 +3,10 @@ PCI passthrough and an mdev, shapes a TCG guest cannot have) and our
 placement in process holding what nova would have written: its root (the
 compute_id uuid, libvirt's hostname), a child per PCI device
 (``<root>_<address>``, nova's own class) and per GPU
-(``<root>_pci_0000_41_00_0``), with placement's uuids, and INSTANCE consumers.
+(``<root>_pci_0000_41_00_0``), with placement's uuids, and its consumers
+written as nova 34 writes them: at microversion 1.36, untyped (placement
+shows 'unknown'), moves by POST /allocations from the instance to the
+migration's uuid.
 """
 import json
 import os
@@ -13,8 +16,9 @@ import libvirt
 from oslo_config import cfg
 import pytest
 
-from placement_server.direct import PlacementDirect
-from tests.functional.report_client_fixtures import Placement
+from tests.fixtures.nova_answers import Nova
+from tests.fixtures.nova_answers import server
+from tests.functional.report_client_fixtures import placement  # noqa: F401 (every engine)
 from tracker import agent as agent_mod
 from tracker import conf as tracker_conf
 from tracker.drivers.libvirt import LibvirtDriver
@@ -23,19 +27,15 @@ from tracker.placement.client import ReportClient
 HOST_XML = os.path.join(os.path.dirname(__file__), os.pardir, 'libvirt', 'host-devices.xml')
 URI = 'test://' + os.path.abspath(HOST_XML)
 V = '1.39'
+NOVA_V = '1.36'     # nova 34's report client: no consumer types
 NOVA_ROOT = str(uuidlib.uuid4())
-NIC, NVME, GPU1, GPU2 = (str(uuidlib.uuid4()) for _ in range(4))
+NIC, NVME, GPU1, GPU2, OTHER = (str(uuidlib.uuid4()) for _ in range(5))
 PROJECT = '7e9f1a2b3c4d4e5f8a9b0c1d2e3f4a5b'
 USER = 'a0e4d2c4f3b84f5c9a5e0d1f2b3c4d5e'
 LOCAL, VOLUME, PCI, MDEV = ('a1b2c3d4-0000-4000-8000-00000000000%d' % n for n in (1, 2, 3, 4))
 NVME_CLASS = 'CUSTOM_PCI_144D_A808'    # nova's name for the drive's class
 
 
-@pytest.fixture
-def placement(tmp_path):
-    direct = PlacementDirect('sqlite:///%s' % (tmp_path / 'p.sqlite'), sync=True)
-    with direct:
-        yield Placement(direct.new_adapter, 'ours')
 
 
 @pytest.fixture
@@ -58,8 +58,8 @@ def conf(tmp_path):
     return conf
 
 
-def call(placement, method, path, body=None):
-    resp = placement.other_writer().request(path, method, json=body, microversion=V)
+def call(placement, method, path, body=None, version=V):
+    resp = placement.other_writer().request(path, method, json=body, microversion=version)
     assert resp.status_code < 300, resp.text
     return resp
 
@@ -76,16 +76,33 @@ def provider(placement, uuid, name, inventories, parent=None):
         'inventories': {rc: {'total': n} for rc, n in inventories.items()}})
 
 
-def consumer(placement, uuid, allocations, consumer_type='INSTANCE'):
+def consumer(placement, uuid, allocations):
+    """As nova 34's report client claims: 1.36, no consumer_type."""
     call(placement, 'PUT', '/allocations/%s' % uuid, {
         'allocations': {rp: {'resources': r} for rp, r in allocations.items()},
-        'project_id': PROJECT, 'user_id': USER, 'consumer_generation': None,
-        'consumer_type': consumer_type})
+        'project_id': PROJECT, 'user_id': USER, 'consumer_generation': None},
+        version=NOVA_V)
+
+
+def move(placement, source, target, target_allocations):
+    """nova's move_allocations: the source's allocation to ``target`` (the
+    migration's uuid), ``source`` given ``target_allocations``."""
+    held = record(placement, source)
+    call(placement, 'POST', '/allocations', {
+        target: {'allocations': held['allocations'], 'project_id': PROJECT,
+                 'user_id': USER, 'consumer_generation': None},
+        source: {'allocations': {rp: {'resources': r}
+                                 for rp, r in target_allocations.items()},
+                 'project_id': PROJECT, 'user_id': USER,
+                 'consumer_generation': held['consumer_generation']}}, version=NOVA_V)
+
+
+def record(placement, uuid):
+    return call(placement, 'GET', '/allocations/%s' % uuid).json()
 
 
 def allocations(placement, uuid):
-    body = call(placement, 'GET', '/allocations/%s' % uuid).json()
-    return {rp: a['resources'] for rp, a in body['allocations'].items()}
+    return {rp: a['resources'] for rp, a in record(placement, uuid)['allocations'].items()}
 
 
 ROOT_PART = {
@@ -108,6 +125,8 @@ def nova_host(placement):
     provider(placement, NVME, name + '_0000:05:00.0', {NVME_CLASS: 1}, NOVA_ROOT)
     provider(placement, GPU1, name + '_pci_0000_41_00_0', {'VGPU': 16}, NOVA_ROOT)
     provider(placement, GPU2, name + '_pci_0000_42_00_0', {'VGPU': 16}, NOVA_ROOT)
+    provider(placement, OTHER, 'other-compute',
+             {'VCPU': 64, 'MEMORY_MB': 32768, 'DISK_GB': 100})
     for guest in (LOCAL, VOLUME):
         consumer(placement, guest, {NOVA_ROOT: ROOT_PART[guest]})
     consumer(placement, PCI, {NOVA_ROOT: ROOT_PART[PCI], NIC: {'SRIOV_NET_VF': 2}})
@@ -152,6 +171,11 @@ def test_device_allocations_nova_left_out_are_found_and_only_they_repaired(
         NOVA_ROOT: ROOT_PART[PCI], NIC: {'SRIOV_NET_VF': 2}, NVME: {NVME_CLASS: 1}}
     assert allocations(placement, MDEV) == {NOVA_ROOT: ROOT_PART[MDEV],
                                             GPU1: {'VGPU': 1}}
+    for guest in (PCI, MDEV):       # still as nova wrote them: untyped, one write
+        assert record(placement, guest)['consumer_type'] == 'unknown'
+        assert record(placement, guest)['consumer_generation'] == 2
+        assert (record(placement, guest)['project_id'],
+                record(placement, guest)['user_id']) == (PROJECT, USER)
 
     marker = placement.count()
     result = agent.run_cycle()
@@ -208,3 +232,78 @@ def test_a_repair_never_touches_a_consumer_a_migration_holds(conf, placement, no
         protected={MDEV})
     assert result.kept == [(MDEV, 'a migration is in flight')]
     assert writes(placement, marker) == []
+
+
+MIGRATION = str(uuidlib.uuid4())
+INCOMING = str(uuidlib.uuid4())
+RESIZED = {'VCPU': 4, 'MEMORY_MB': 4096, 'DISK_GB': 40}
+
+
+def settled(conf, placement):
+    """An agent whose host is in sync (nova's left-out device parts repaired)."""
+    agent = agent_for(conf, placement)
+    assert agent.audit(fix=True).exit_code == 0
+    return agent
+
+
+def quiet_over_cycles(agent, placement, cycles=3):
+    """The audit (--dry-run, --fix) and the repairing daemon write nothing."""
+    marker = placement.count()
+    for fix in (False, True):
+        report = agent.audit(dry_run=not fix, fix=fix)
+        assert report.drift == [] and report.writes == [], report.as_text()
+    agent.conf.set_override('repair_allocations', True, 'tracker')
+    for _ in range(cycles):
+        result = agent.run_cycle()
+        assert result.ok and result.writes == 0, result.summary()
+    assert writes(placement, marker) == []
+    return report
+
+
+def test_the_source_of_a_resize_is_never_written(conf, placement, nova_host):
+    """nova's resize of LOCAL to another host, in flight or in
+    VERIFY_RESIZE: LOCAL's domain stays here (shut off), its instance holds
+    the new flavour there, the migration's consumer the old one here."""
+    agent = settled(conf, placement)
+    move(placement, LOCAL, MIGRATION, {OTHER: RESIZED})
+    report = quiet_over_cycles(agent, placement)
+    assert sorted(d.uuid for d in report.held) == sorted([LOCAL, MIGRATION])
+    assert allocations(placement, MIGRATION) == {NOVA_ROOT: ROOT_PART[LOCAL]}
+    assert allocations(placement, LOCAL) == {OTHER: RESIZED}
+
+
+def test_a_guest_arriving_before_its_domain_is_never_written(conf, placement, nova_host):
+    """The destination of a move, long past the grace: the instance's
+    consumer holds here, no domain yet. Reported (nova's API not asked),
+    never removed."""
+    agent = settled(conf, placement)
+    consumer(placement, INCOMING, {NOVA_ROOT: RESIZED})
+    marker = placement.count()
+    report = agent.audit(fix=True)
+    assert [(d.kind, d.uuid) for d in report.drift] == [('allocation_orphan', INCOMING)]
+    assert report.writes == [] and writes(placement, marker) == []
+    assert allocations(placement, INCOMING) == {NOVA_ROOT: RESIZED}
+    # the repairing daemon writes nothing either, and tells the finding once
+    agent.conf.set_override('repair_allocations', True, 'tracker')
+    assert [e for e, _ in agent.run_cycle().changes] == ['tracker.allocation.finding']
+    assert agent.run_cycle().changes == []
+    assert writes(placement, marker) == []
+    # with nova's API saying it is arriving: held, not even reported
+    agent.nova = Nova(servers={INCOMING: server('RESIZE', 'resize_migrated')})
+    report = quiet_over_cycles(agent, placement)
+    assert [d.uuid for d in report.held] == [INCOMING]
+
+
+def test_a_leftover_nova_knows_nothing_of_is_removed_by_its_generation(
+        conf, placement, nova_host):
+    agent = settled(conf, placement)
+    consumer(placement, INCOMING, {NOVA_ROOT: RESIZED})
+    agent.nova = Nova()
+    marker = placement.count()
+    report = agent.audit(fix=True)
+    assert [(d.kind, d.uuid) for d in report.drift] == [('allocation_orphan', INCOMING)]
+    assert report.errors == [] and report.remaining == []
+    assert [(w.method, w.path, w.body['allocations'], w.body['consumer_generation'])
+            for w in report.written] == [('PUT', '/allocations/' + INCOMING, {}, 1)]
+    assert writes(placement, marker) == [('PUT', '/allocations/' + INCOMING)]
+    assert allocations(placement, INCOMING) == {}

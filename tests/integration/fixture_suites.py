@@ -78,6 +78,12 @@ NOVA = {
 }
 
 
+# The agent's own tests on nova's functional framework, in nova's venv:
+# nova's compute code moving servers, the agent auditing beside it
+# (tests/integration/nova_framework, found from our tree's top).
+NOVA_FRAMEWORK = dict(NOVA, top=upstream.TOP, test_path='tests/integration/nova_framework')
+
+
 def site_packages(venv, package):
     """The directory ``package`` is installed in, in ``venv``."""
     code = 'import os, %s; print(os.path.dirname(os.path.dirname(%s.__file__)))' % (
@@ -114,7 +120,7 @@ def run(suite, app, workdir, filters=(), concurrency=2, timeout=1800):
     stopped at ``timeout`` (the tests finished by then are in 'results')}."""
     venv = prepare(suite)
     python = os.path.join(venv, 'bin', 'python')
-    top = site_packages(venv, suite['package'])
+    top = suite.get('top') or site_packages(venv, suite['package'])
     os.makedirs(workdir, exist_ok=True)
     log = os.path.join(workdir, 'apps.log')
     env = upstream.clean_env(PYTHONPATH=BEHIND_FIXTURE, PLACEMENT_FIXTURE_LOG=log,

@@ -24,6 +24,14 @@ Allocations = dict[str, dict[str, int]]
 # What placement itself files consumers under when no project is known.
 UNKNOWN_PROJECT = '00000000-0000-0000-0000-000000000000'
 DEFAULT_CONSUMER_TYPE = 'INSTANCE'
+# What placement (1.38 and later) shows for a consumer written without a
+# type: every consumer of nova 34, whose report client stays below 1.38.
+UNTYPED = 'unknown'
+# The newest microversion whose allocation writes carry no consumer_type: an
+# untyped consumer is written there and stays untyped (at 1.38 and later
+# placement wants a type, and refuses 'unknown').
+_MAJOR, _MINOR = http_mod.FEATURES['consumer_type']
+BEFORE_TYPES = (_MAJOR, _MINOR - 1)
 
 
 class Instance(Protocol):
@@ -87,10 +95,20 @@ def for_tree(http: http_mod.Transport, tree_uuids: Iterable[str]) -> dict[str, C
     return {c: get_consumer(http, c) for c in sorted(consumers)}
 
 
+def untyped(consumer_type: str | None) -> bool:
+    """Whether a consumer's record says it has no type (None: placement
+    older than 1.38 does not say)."""
+    return consumer_type is None or consumer_type == UNTYPED
+
+
 def put(http: http_mod.Transport, consumer: str, allocations: dict[str, Any],
         project_id: str | None, user_id: str | None, consumer_generation: int | None = None,
-        consumer_type: str | None = None) -> http_mod.Response:
-    """PUT the consumer's whole allocation; the Response, unraised."""
+        consumer_type: str | None = DEFAULT_CONSUMER_TYPE) -> http_mod.Response:
+    """PUT the consumer's whole allocation (empty: all of it removed,
+    from 1.28, as the consumer's generation allows); the Response,
+    unraised. ``consumer_type`` None or 'unknown': written without a type,
+    at a microversion before types, so that it stays as its writer (nova)
+    made it."""
     body: dict[str, Any] = {
         'allocations': {rp: {'resources': res}
                         for rp, res in normalize(allocations).items()},
@@ -98,8 +116,11 @@ def put(http: http_mod.Transport, consumer: str, allocations: dict[str, Any],
         'user_id': user_id or UNKNOWN_PROJECT}
     if http.supports('consumer_generation'):
         body['consumer_generation'] = consumer_generation
+    if untyped(consumer_type):
+        return http.request('PUT', '/allocations/%s' % consumer, body,
+                            at_most=BEFORE_TYPES)
     if http.supports('consumer_type'):
-        body['consumer_type'] = consumer_type or DEFAULT_CONSUMER_TYPE
+        body['consumer_type'] = consumer_type
     return http.request('PUT', '/allocations/%s' % consumer, body)
 
 

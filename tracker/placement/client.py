@@ -239,11 +239,18 @@ class ReportClient:
                            protected: set[str]) -> AllocationResult:
         """Write only the named consumers, by the allocation sync's own rule
         (what --fix and a repairing daemon do beside nova-compute)."""
-        return self._allocation_sync(root_uuid, lambda sync: sync.repair(repairs, protected))
+        return self._allocation_sync(root_uuid, lambda sync: sync.repair(repairs, protected),
+                                     nova_rules=True)
+
+    def consumer(self, consumer_uuid: str) -> known_mod.ConsumerRecord:
+        """One consumer's record as placement holds it now (a guest whose
+        allocations are all on other hosts: where does it hold?)."""
+        with self._lock:
+            return alloc_mod.get_consumer(self.http, consumer_uuid)
 
     def _allocation_sync(self, root_uuid: str,
-                         act: Callable[[consumers_mod.AllocationSync], object]
-                         ) -> AllocationResult:
+                         act: Callable[[consumers_mod.AllocationSync], object],
+                         nova_rules: bool = False) -> AllocationResult:
         """``act`` on the tree's allocations, with what placement holds of
         them read first if stale; the result counts the requests sent."""
         with self._lock:
@@ -252,7 +259,7 @@ class ReportClient:
                 self.get_allocations_for_tree(root_uuid)
             result = AllocationResult()
             act(consumers_mod.AllocationSync(self.http, self.known, root_uuid, result,
-                                             self.conflict_retries))
+                                             self.conflict_retries, nova_rules))
             result.requests = self.http.counters.requests - before.requests
             return result
 
@@ -263,7 +270,8 @@ class ReportClient:
         """PUT one consumer's allocations; raises on conflict or refusal."""
         with self._lock:
             resp = alloc_mod.put(self.http, consumer_uuid, allocations, project_id,
-                                 user_id, consumer_generation, consumer_type)
+                                 user_id, consumer_generation,
+                                 consumer_type or alloc_mod.DEFAULT_CONSUMER_TYPE)
             alloc_mod.raise_for(resp, consumer_uuid)
             self.known.forget_allocations()
             return True

@@ -8,6 +8,13 @@ managed_providers); a part elsewhere (another host's, during a migration)
 is kept as it is. Consumers that hold resources in the tree but run no
 instance here are orphans: when the caller is authoritative the host's part
 is removed (the whole consumer is deleted if nothing else is left).
+
+Beside nova-compute (``nova_rules``) a write is as nova makes it and never
+outruns what the audit judged: a consumer the agent creates is untyped,
+as nova 34 writes all of its consumers; a removal is an empty PUT with the
+consumer's generation (1.28), not a DELETE, which would remove whatever
+nova wrote meanwhile; and a 409 is not retried: the consumer changed after
+the audit read it, so the next check judges it again.
 """
 from collections.abc import Iterable
 import dataclasses
@@ -42,8 +49,10 @@ class AllocationSync:
     """Writes the instances' allocations over ``known.consumers[root_uuid]``."""
 
     def __init__(self, http: http_mod.Transport, known: KnownPlacement, root_uuid: str,
-                 result: AllocationResult, conflict_retries: int) -> None:
+                 result: AllocationResult, conflict_retries: int,
+                 nova_rules: bool = False) -> None:
         self.http = http
+        self.nova_rules = nova_rules
         self.known = known
         self.root_uuid = root_uuid
         self.result = result
@@ -88,15 +97,20 @@ class AllocationSync:
             new = dict(others, **wanted)
             if record is None and not new:
                 return
-            if new:
+            if new or (self.nova_rules and self.http.supports('consumer_generation')):
                 resp = alloc_mod.put(
                     self.http, consumer, new,
                     project_id or (record or {}).get('project_id'),
                     user_id or (record or {}).get('user_id'),
-                    (record or {}).get('consumer_generation'),
-                    (record or {}).get('consumer_type'))
+                    (record or {}).get('consumer_generation'), self._type(record))
             else:
                 resp = alloc_mod.delete(self.http, consumer)
+            if resp.code == errors.CONCURRENT_UPDATE and self.nova_rules:
+                self.result.conflicts += 1
+                self.result.kept.append((consumer, 'changed since it was read: '
+                                                   'judged again at the next check'))
+                self.known.forget_allocations()
+                return
             if resp.code == errors.CONCURRENT_UPDATE:
                 self.result.conflicts += 1
                 self.cache[consumer] = fresh = alloc_mod.get_consumer(self.http, consumer)
@@ -115,6 +129,13 @@ class AllocationSync:
         self.result.errors.append(errors.ConsumerConflict(
             'consumer %s kept changing behind the tracker' % consumer, 409,
             errors.CONCURRENT_UPDATE))
+
+    def _type(self, record: ConsumerRecord | None) -> str | None:
+        """The type a write gives the consumer: the one it has (None:
+        untyped), a new one nova's way (untyped) or the agent's."""
+        if record is not None:
+            return record.get('consumer_type')
+        return None if self.nova_rules else alloc_mod.DEFAULT_CONSUMER_TYPE
 
     def record(self, consumer: str, record: ConsumerRecord | None, new: alloc_mod.Allocations,
                project_id: str | None, user_id: str | None, orphan: bool) -> None:

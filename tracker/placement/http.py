@@ -150,9 +150,12 @@ class Transport:
                 outer.extend(self.written)
             self.written = outer
 
-    def request(self, method: str, url: str, body: Any = None) -> Response:
-        """Send one request at the negotiated microversion."""
-        version = version_text(self.negotiate())
+    def request(self, method: str, url: str, body: Any = None,
+                at_most: Version | None = None) -> Response:
+        """Send one request at the negotiated microversion, or at
+        ``at_most`` when that is older (a request whose body must not
+        carry what a newer version adds)."""
+        version = version_text(min(self.negotiate(), at_most or WANT))
         if method in WRITE_METHODS and self.written is not None:
             self.written.append(Write(method, url, copy.deepcopy(body)))
         resp = self._send(method, url, body, version)

@@ -1,6 +1,10 @@
 """Beside nova-compute: the rules deciding what a guest's allocation is."""
 import pytest
 
+from tests.fixtures.nova_answers import Nova
+from tests.fixtures.nova_answers import migration
+from tests.fixtures.nova_answers import server
+from tracker import nova_api
 from tracker import nova_compute
 from tracker import reconcile
 from tracker.drivers.base import Instance
@@ -19,10 +23,11 @@ def record(allocations, consumer_type='INSTANCE', project='p', user='u'):
             'project_id': project, 'user_id': user, 'consumer_type': consumer_type}
 
 
-def check(instances, consumers, ages=None, now=1000.0, grace=0, max_age=60):
+def check(instances, consumers, ages=None, now=1000.0, grace=0, max_age=60, nova=None):
     return reconcile.findings(instances, consumers, {ROOT, GPU}, ROOT,
                               ages or reconcile.ConsumerAges(), orphan_grace=grace,
-                              migration_max_age=max_age, now=now)
+                              migration_max_age=max_age, now=now,
+                              nova=nova_api.Moves(nova) if nova else None)
 
 
 def kinds(found):
@@ -59,9 +64,10 @@ def test_another_hosts_part_is_not_this_hosts_finding():
 def test_an_orphan_waits_for_its_grace_then_is_reported():
     ages = reconcile.ConsumerAges()
     consumers = {ORPHAN: record({ROOT: SIZE})}
-    assert check([], consumers, ages, now=1000, grace=300).drift == []
-    assert check([], consumers, ages, now=1299, grace=300).drift == []
-    found = check([], consumers, ages, now=1300, grace=300)
+    nova = Nova()                     # nova knows nothing of it: a deleted guest's
+    assert check([], consumers, ages, now=1000, grace=300, nova=nova).drift == []
+    assert check([], consumers, ages, now=1299, grace=300, nova=nova).drift == []
+    found = check([], consumers, ages, now=1300, grace=300, nova=nova)
     assert kinds(found) == [('allocation_orphan', ORPHAN)]
     assert [(r.consumer, r.wanted) for r in found.repairs] == [(ORPHAN, {})]
 
@@ -74,31 +80,35 @@ def test_an_orphan_that_found_its_domain_starts_again():
     assert check([], consumers, ages, now=1350, grace=300).drift == []
 
 
-def test_an_evacuation_leftover_keeps_the_other_hosts_part():
-    found = check([], {ORPHAN: record({ROOT: SIZE, OTHER: SIZE})})
+def test_an_evacuation_leftover_is_reported_never_repaired():
+    found = check([], {ORPHAN: record({ROOT: SIZE, OTHER: SIZE})}, nova=Nova())
     assert kinds(found) == [('allocation_evacuation_leftover', ORPHAN)]
     assert found.drift[0].detail['elsewhere'] == {OTHER: SIZE}
+    assert found.repairs == []
 
 
-def test_a_migration_in_flight_holds_its_guest_then_goes_stale():
+def test_a_typed_migration_without_nova_is_held_then_reported_never_removed():
     ages = reconcile.ConsumerAges()
     consumers = {MIG: record({ROOT: SIZE}, 'MIGRATION')}
-    moving = guest({ROOT: SIZE})          # its instance holds the other host
-    found = check([moving], consumers, ages, now=1000, max_age=60)
+    found = check([], consumers, ages, now=1000, max_age=60)
     assert found.drift == [] and found.repairs == []
     assert [d.uuid for d in found.held] == [MIG]
-    assert found.protected == {MIG, VM}
-    found = check([moving], consumers, ages, now=1060, max_age=60)
-    assert kinds(found) == [('allocation_missing', VM), ('migration_stale', MIG)]
-    assert found.protected == set()
+    found = check([], consumers, ages, now=1060, max_age=60)
+    assert kinds(found) == [('migration_stale', MIG)]
+    assert found.repairs == []
 
 
-def test_a_migration_holds_only_its_own_guest():
+def test_a_typed_migration_holds_no_unrelated_guest_of_its_project():
+    """nova says whose migration it is: another guest of the same project
+    with the same resources is not shielded by it."""
     consumers = {MIG: record({ROOT: SIZE}, 'MIGRATION'),
-                 ORPHAN: record({ROOT: {'VCPU': 1}})}
-    other_owner = guest({ROOT: SIZE}, project='q')
-    found = check([other_owner], consumers)
-    assert kinds(found) == [('allocation_missing', VM), ('allocation_orphan', ORPHAN)]
+                 VM: record({ROOT: dict(SIZE, MEMORY_MB=1024)})}
+    nova = Nova(servers={VM: server()},
+                migrations=[migration(MIG, 'ffffffff-ffff-4fff-8fff-ffffffffffff')])
+    found = check([guest({ROOT: SIZE})], consumers, nova=nova)
+    assert kinds(found) == [('allocation_differs', VM)]
+    assert [r.consumer for r in found.repairs] == [VM]
+    assert [d.uuid for d in found.held] == [MIG]
 
 
 def test_ages_survive_a_restart(tmp_path):
