@@ -7,20 +7,19 @@ our server answers every read as upstream did and writes a claim; then
 upstream syncs and serves the database again and reads the same plus the
 claim. The revisions come from the installed upstream package.
 """
-import datetime
 import glob
 import json
 import os
 import subprocess
 import uuid
 
-from alembic import command
 import pytest
 import sqlalchemy as sa
 
 from placement_server.db import migration
 from tests import databases
 from tests import upstream
+from tests.fixtures import old_database
 from tests.integration import servers
 
 pytestmark = pytest.mark.integration
@@ -290,36 +289,9 @@ def test_database_ours_made_is_served_by_upstream(empty_database, tmp_path):
     give_back(empty_database, tmp_path, world, before)
 
 
-OLD_DATABASE = os.path.join(os.path.dirname(__file__), os.pardir, 'fixtures',
-                            'old_database', 'ours-0002.json')
-
-
-def load_old_database(db_url):
-    """The fixture's rows (tests/fixtures/old_database/make.py) in a
-    database at the fixture's schema revision of ours."""
-    with open(OLD_DATABASE) as f:
-        old = json.load(f)
-    engine = sa.create_engine(db_url)
-    with engine.begin() as conn:
-        command.upgrade(migration._config(conn), old['revision'])
-        meta = sa.MetaData()
-        meta.reflect(conn)
-        for table in meta.sorted_tables:
-            rows = [{k: (v if v is None or not isinstance(table.c[k].type, sa.DateTime)
-                         else datetime.datetime.fromisoformat(v)) for k, v in row.items()}
-                    for row in old['rows'].get(table.name, ())]
-            if rows:
-                conn.execute(table.insert(), rows)
-            if rows and conn.dialect.name == 'postgresql' and 'id' in table.c:
-                conn.execute(sa.text("SELECT setval(pg_get_serial_sequence('%s', 'id'), "
-                                     "(SELECT MAX(id) FROM %s))" % (table.name, table.name)))
-    engine.dispose()
-    return old
-
-
 def test_database_an_earlier_version_made_is_renumbered_and_served_by_upstream(
         empty_database, tmp_path):
-    old = load_old_database(empty_database)
+    old = old_database.load(empty_database)
     conf_path = str(tmp_path / 'placement.conf')
     upstream.write_config(conf_path, empty_database)
     synced = manage(tmp_path, conf_path, 'db', 'sync')
