@@ -10,12 +10,14 @@ placement-server: same url / metrics_url / start / stop.
 import os
 import signal
 import subprocess
+import time
 
 from tests import upstream
 from tests.integration import servers
 
 UWSGI = os.path.join(servers.BIN, 'uwsgi')
 MODULE = 'placement_server.wsgi_app:application'
+READY = "WSGI app 0 (mountpoint='') ready"
 
 
 def kolla_ini(port, processes):
@@ -104,10 +106,20 @@ class UwsgiServer:
                 env=upstream.clean_env(HOME=self.workdir, OS_PLACEMENT_CONFIG_DIR=self.workdir))
         try:
             upstream.wait_until_up(self.url, self.proc, self.log_path)
+            self._wait_for_every_worker()
         except Exception:
             self.stop()
             raise
         return self
+
+    def _wait_for_every_worker(self):
+        """Until each process has loaded the application (lazy-apps: one
+        at a time answers first); a shutdown meanwhile would wait for them."""
+        deadline = time.monotonic() + upstream.START_TIMEOUT
+        while self.log().count(READY) < self.processes:
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                raise RuntimeError('uWSGI workers not all ready:\n' + self.log()[-3000:])
+            time.sleep(0.2)
 
     def log(self):
         with open(self.log_path, errors='replace') as f:
