@@ -119,7 +119,35 @@ workarounds_opts: list[cfg.Opt] = [
 ]
 
 
+# Options deployment tools write (Kolla-Ansible's placement.conf), known
+# so that oslo-config-validator finds none unknown.
+default_opts: list[cfg.Opt] = [
+    cfg.StrOpt('state_path', default='/var/lib/placement',
+               help="Top directory of the service's state, as deployment tools "
+                    'set it. The server keeps nothing there (its state is the '
+                    'database); a relative SQLite path is not resolved against it.'),
+]
+
+_NOT_TRACED = (' Accepted as osprofiler names it; this server does not trace '
+               'with osprofiler, whatever it says.')
+profiler_opts: list[cfg.Opt] = [
+    cfg.BoolOpt('enabled', default=False, help='Profile requests.' + _NOT_TRACED),
+    cfg.BoolOpt('trace_sqlalchemy', default=False,
+                help='Trace database statements.' + _NOT_TRACED),
+    cfg.BoolOpt('trace_requests', default=False,
+                help='Trace outgoing HTTP requests.' + _NOT_TRACED),
+    cfg.StrOpt('hmac_keys', default='SECRET_KEY', secret=True,
+               help='Keys of the signed trace headers.' + _NOT_TRACED),
+    cfg.StrOpt('connection_string', default='messaging://',
+               help='Where traces would be sent.' + _NOT_TRACED),
+    cfg.BoolOpt('filter_error_trace', default=False,
+                help='Keep only traces with errors.' + _NOT_TRACED),
+]
+
+
 def register_opts(conf: cfg.ConfigOpts) -> None:
+    conf.register_opts(default_opts)
+    conf.register_opts(profiler_opts, group='profiler')
     conf.register_opts(database_opts, group='placement_database')
     conf.register_opts(workarounds_opts, group='workarounds')
     conf.register_opts(api_opts, group='api')
@@ -129,7 +157,9 @@ def register_opts(conf: cfg.ConfigOpts) -> None:
 
 
 def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
-    return [('placement_database', database_opts),
+    return [('DEFAULT', default_opts),
+            ('profiler', profiler_opts),
+            ('placement_database', database_opts),
             ('api', api_opts),
             ('placement', placement_opts),
             ('workarounds', workarounds_opts)] + capacity_options.list_opts()
