@@ -42,13 +42,15 @@ api_opts: list[cfg.Opt] = [
                      'status, for Prometheus to scrape at /metrics on the '
                      'metrics port (never on the API port).'),
     cfg.IntOpt('metrics_port', default=9778, min=0, max=65535,
-               help='The port placement-server serves /metrics on (no token: '
-                    'Prometheus scrapes it), summed over its workers; 0: none. '
-                    'Under another WSGI server, expose the numbers from '
+               help='The port /metrics is served on (no token: Prometheus '
+                    'scrapes it), summed over the workers: by placement-server\'s '
+                    'master, or under uWSGI by its worker 1; 0: none. Under '
+                    'another WSGI server, expose the numbers from '
                     'PROMETHEUS_MULTIPROC_DIR yourself.'),
     cfg.HostAddressOpt('metrics_host',
                        help='The address of the metrics port; unset: the '
-                            'address the API listens on.'),
+                            'address the API listens on (under uWSGI, that of its '
+                            'http-socket or http option).'),
 ]
 
 # Headers a browser client may send and read across origins, once CORS is
