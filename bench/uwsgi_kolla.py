@@ -46,7 +46,8 @@ def run(engine, providers, list_repeats, workers):
     with contextlib.ExitStack() as stack:
         made = {}
         for name in NAMES:
-            db = stack.enter_context(harness.ScratchDatabase(engine, workdir, name))
+            label = name.replace('-', '_')   # a database name
+            db = stack.enter_context(harness.ScratchDatabase(engine, workdir, label))
             where = os.path.join(workdir, name)
             if name == 'placement-server':
                 server = servers.Server(db.url, where, workers=workers, sync_db=True).start()
