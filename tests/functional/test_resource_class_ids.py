@@ -1,14 +1,20 @@
 """Resource class ids are upstream placement's (a database either serves),
 and a database an earlier version of ours made is renumbered by db sync."""
+import threading
+import time
+
 import os_resource_classes
 import pytest
 import sqlalchemy as sa
 
+from placement_server.db import api as db_api
 from placement_server.db import migration
 from placement_server.db import resource_classes
 from placement_server.db import tables
 from tests import databases
 from tests.fixtures import old_database
+from tests.functional import client as client_mod
+from tests.functional import test_allocation_write_races as races
 
 RC = tables.resource_classes
 
@@ -67,3 +73,37 @@ def test_an_earlier_versions_database_is_renumbered(backend, tmp_path):
         assert _ids(test_db.db)['CUSTOM_SILVER'] == 10001
     finally:
         test_db.drop()
+
+
+@pytest.fixture
+def server_db(server_database):
+    return server_database
+
+
+def test_a_custom_id_taken_meanwhile_is_taken_again(server_db):
+    """PUT a custom class while another transaction holds the next custom
+    id uncommitted: the write waits, then runs again with the id after it
+    (on PostgreSQL it fails on the key and is replayed; MariaDB's locking
+    read waits for the row); never a 'class exists' for a class that does
+    not."""
+    api = client_mod.Client(client_mod.make_app(server_db), version='1.7')
+    competitor = server_db.engine.connect()
+    transaction = competitor.begin()
+    competitor.execute(RC.insert().values(id=10000, name='CUSTOM_OTHER',
+                                          created_at=db_api.utcnow()))
+    result = {}
+    thread = threading.Thread(
+        target=lambda: result.setdefault('resp', api.put('/resource_classes/CUSTOM_MINE')))
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not races._writers_waiting_on_a_lock(server_db):
+            assert time.monotonic() < deadline, 'the write never waited for the competitor'
+            time.sleep(0.05)
+        transaction.commit()
+    finally:
+        competitor.close()
+        thread.join(60)
+    assert result['resp'].status_int == 201, result['resp'].body
+    ids = _ids(server_db)
+    assert (ids['CUSTOM_OTHER'], ids['CUSTOM_MINE']) == (10000, 10001)
