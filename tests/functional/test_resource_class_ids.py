@@ -82,10 +82,9 @@ def server_db(server_database):
 
 def test_a_custom_id_taken_meanwhile_is_taken_again(server_db):
     """PUT a custom class while another transaction holds the next custom
-    id uncommitted: the write waits, then runs again with the id after it
-    (on PostgreSQL it fails on the key and is replayed; MariaDB's locking
-    read waits for the row); never a 'class exists' for a class that does
-    not."""
+    id uncommitted: the write waits for it, fails on the key and runs
+    again with the id after it; never a 'class exists' (204) for a class
+    that does not (what it answered before, on both engines)."""
     api = client_mod.Client(client_mod.make_app(server_db), version='1.7')
     competitor = server_db.engine.connect()
     transaction = competitor.begin()
