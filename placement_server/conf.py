@@ -6,6 +6,7 @@ from oslo_db import options as db_options
 from oslo_middleware import cors
 from oslo_middleware.healthcheck import opts as healthcheck_opts
 
+from placement_server import audit
 from placement_server.capacity import options as capacity_options
 
 # oslo.db's options, as upstream placement reads them under
@@ -150,6 +151,7 @@ profiler_opts: list[cfg.Opt] = [
 def register_opts(conf: cfg.ConfigOpts) -> None:
     conf.register_opts(default_opts)
     conf.register_opts(profiler_opts, group='profiler')
+    conf.register_opts(audit.OPTS, group='audit')
     conf.register_opts(database_opts, group='placement_database')
     conf.register_opts(workarounds_opts, group='workarounds')
     conf.register_opts(api_opts, group='api')
@@ -161,6 +163,7 @@ def register_opts(conf: cfg.ConfigOpts) -> None:
 def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
     return [('DEFAULT', default_opts),
             ('profiler', profiler_opts),
+            ('audit', audit.OPTS),
             ('placement_database', database_opts),
             ('api', api_opts),
             ('placement', placement_opts),
