@@ -101,10 +101,11 @@ def stop(uwsgi: Any, status: int) -> NoReturn:
     """Stop uWSGI from a worker that cannot load the application: the
     master is asked to shut down (SIGTERM where the ini makes that
     graceful, SIGINT otherwise), and this worker leaves with its signals
-    blocked, so the shutdown cannot interrupt it."""
+    blocked, so the shutdown cannot interrupt it (a worker that raises
+    SystemExit while loading dies; one interrupted stays, app-less)."""
     master = uwsgi.masterpid()
     if master and master != os.getpid():
         graceful = GRACEFUL_ON_TERM in _option(uwsgi, 'hook-master-start')
         signal.pthread_sigmask(signal.SIG_BLOCK, set(signal.Signals))
         os.kill(master, signal.SIGTERM if graceful else signal.SIGINT)
-    os._exit(status)
+    raise SystemExit(status)

@@ -47,7 +47,7 @@ def cannot_boot(uwsgi: Any) -> NoReturn:
     if uwsgi is not None:
         under_uwsgi.stop(uwsgi, WORKER_CANNOT_BOOT)
     if 'gunicorn.arbiter' in sys.modules and not _first_to_fail(os.getppid()):
-        os._exit(0)
+        raise SystemExit(0)
     raise SystemExit(WORKER_CANNOT_BOOT)
 
 
