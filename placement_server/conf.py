@@ -6,6 +6,7 @@ from oslo_db import options as db_options
 from oslo_middleware import cors
 from oslo_middleware.healthcheck import opts as healthcheck_opts
 
+from placement_server import audit
 from placement_server.capacity import options as capacity_options
 
 # oslo.db's options, as upstream placement reads them under
@@ -42,13 +43,15 @@ api_opts: list[cfg.Opt] = [
                      'status, for Prometheus to scrape at /metrics on the '
                      'metrics port (never on the API port).'),
     cfg.IntOpt('metrics_port', default=9778, min=0, max=65535,
-               help='The port placement-server serves /metrics on (no token: '
-                    'Prometheus scrapes it), summed over its workers; 0: none. '
-                    'Under another WSGI server, expose the numbers from '
+               help='The port /metrics is served on (no token: Prometheus '
+                    'scrapes it), summed over the workers: by placement-server\'s '
+                    'master, or under uWSGI by its worker 1; 0: none. Under '
+                    'another WSGI server, expose the numbers from '
                     'PROMETHEUS_MULTIPROC_DIR yourself.'),
     cfg.HostAddressOpt('metrics_host',
                        help='The address of the metrics port; unset: the '
-                            'address the API listens on.'),
+                            'address the API listens on (under uWSGI, that of its '
+                            'http-socket or http option).'),
 ]
 
 # Headers a browser client may send and read across origins, once CORS is
@@ -119,7 +122,36 @@ workarounds_opts: list[cfg.Opt] = [
 ]
 
 
+# Options deployment tools write (Kolla-Ansible's placement.conf), known
+# so that oslo-config-validator finds none unknown.
+default_opts: list[cfg.Opt] = [
+    cfg.StrOpt('state_path', default='/var/lib/placement',
+               help="Top directory of the service's state, as deployment tools "
+                    'set it. The server keeps nothing there (its state is the '
+                    'database); a relative SQLite path is not resolved against it.'),
+]
+
+_NOT_TRACED = (' Accepted as osprofiler names it; this server does not trace '
+               'with osprofiler, whatever it says.')
+profiler_opts: list[cfg.Opt] = [
+    cfg.BoolOpt('enabled', default=False, help='Profile requests.' + _NOT_TRACED),
+    cfg.BoolOpt('trace_sqlalchemy', default=False,
+                help='Trace database statements.' + _NOT_TRACED),
+    cfg.BoolOpt('trace_requests', default=False,
+                help='Trace outgoing HTTP requests.' + _NOT_TRACED),
+    cfg.StrOpt('hmac_keys', default='SECRET_KEY', secret=True,
+               help='Keys of the signed trace headers.' + _NOT_TRACED),
+    cfg.StrOpt('connection_string', default='messaging://',
+               help='Where traces would be sent.' + _NOT_TRACED),
+    cfg.BoolOpt('filter_error_trace', default=False,
+                help='Keep only traces with errors.' + _NOT_TRACED),
+]
+
+
 def register_opts(conf: cfg.ConfigOpts) -> None:
+    conf.register_opts(default_opts)
+    conf.register_opts(profiler_opts, group='profiler')
+    conf.register_opts(audit.OPTS, group='audit')
     conf.register_opts(database_opts, group='placement_database')
     conf.register_opts(workarounds_opts, group='workarounds')
     conf.register_opts(api_opts, group='api')
@@ -129,7 +161,10 @@ def register_opts(conf: cfg.ConfigOpts) -> None:
 
 
 def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
-    return [('placement_database', database_opts),
+    return [('DEFAULT', default_opts),
+            ('profiler', profiler_opts),
+            ('audit', audit.OPTS),
+            ('placement_database', database_opts),
             ('api', api_opts),
             ('placement', placement_opts),
             ('workarounds', workarounds_opts)] + capacity_options.list_opts()

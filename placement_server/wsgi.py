@@ -29,6 +29,7 @@ from oslo_context import context as oslo_context
 from oslo_middleware import request_id as oslo_request_id
 import webob
 
+from placement_server import audit
 from placement_server import auth
 from placement_server import context
 from placement_server import errors
@@ -221,4 +222,5 @@ def _with_headers(start_response: StartResponse,
 
 def make_app(conf: cfg.ConfigOpts, db: db_api.Database) -> WSGIApplication:
     """The full application for ``conf`` on database ``db``."""
-    return RequestId(PlacementApp(auth.wrap(Dispatcher(db, conf), conf)))
+    return RequestId(PlacementApp(
+        auth.wrap(audit.wrap(Dispatcher(db, conf), conf), conf)))

@@ -41,7 +41,7 @@ _DELETE_ORDER = ['allocations', 'consumers', 'consumer_types', 'projects', 'user
 class TestDatabase:
     """One scratch database on one backend."""
 
-    def __init__(self, backend, tmpdir):
+    def __init__(self, backend, tmpdir, sync=True):
         self.backend = backend
         self.name = 'placement_test_%s' % uuid.uuid4().hex[:12]
         if backend == 'sqlite':
@@ -53,7 +53,8 @@ class TestDatabase:
                 conn.exec_driver_sql('CREATE DATABASE %s' % self.name)
             self.url = admin.set(database=self.name).render_as_string(hide_password=False)
         self.db = api.Database(self.url)
-        migration.sync(self.db)
+        if sync:
+            migration.sync(self.db)
 
     def reset(self):
         """Delete every row a test may have written."""

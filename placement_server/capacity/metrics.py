@@ -7,6 +7,7 @@ its users' dashboards and alerts work unchanged::
     openstack_placement_resource_reserved{hostname, resourcetype}
     openstack_placement_resource_allocation_ratio{hostname, resourcetype}
     openstack_placement_resource_usage{hostname, resourcetype}
+    openstack_placement_resource_generation{hostname}   every provider
 
 (``hostname`` is the provider's name, as the exporter sets it; a nested
 provider -- a NUMA cell, a PF -- is its own series as there.) Beyond the
@@ -47,6 +48,7 @@ HELP = {
                         'the ratio that makes (total - reserved) * ratio the capacity).',
     'usage': 'Allocated of the inventory.',
 }
+GENERATION = PREFIX + 'generation'
 FITS = 'openstack_placement_flavor_fits'
 HOST_FITS = 'openstack_placement_flavor_host_fits'
 FREE = PREFIX + 'free'
@@ -111,6 +113,7 @@ class Exporter:
         if series == 'host':
             for i, name in enumerate(EXPORTER):
                 out += [_header(PREFIX + name, HELP[name]).encode(), running.column(i)]
+            out.append(self._generations(view))
         else:
             out += (line.encode() for line in self._summed(
                 view, [trees[root] for root in sorted(trees)], series == 'aggregate'))
@@ -126,6 +129,15 @@ class Exporter:
                 out += (running.column(len(EXPORTER) + i) for i in range(len(self.flavors)))
         out += (line.encode() for line in self._free(view, running))
         return b''.join(out)
+
+    @staticmethod
+    def _generations(view: view_mod.ResourceView) -> bytes:
+        details = view.details
+        return (_header(GENERATION, "The provider's generation (openstack-exporter: "
+                                    'resource_generation).')
+                + ''.join('%s{hostname="%s"} %d\n' % (GENERATION, _label(details[rp][0]),
+                                                        row.generation)
+                          for rp, row in sorted(view.rows.items()))).encode()
 
     def _tree_text(self, view: view_mod.ResourceView, tree: figures.TreeFigures
                    ) -> list[bytes]:

@@ -18,7 +18,6 @@ import dataclasses
 import logging
 from typing import Any
 
-import os_resource_classes
 import sqlalchemy as sa
 
 from placement_server import errors
@@ -227,21 +226,15 @@ def _check_some_inventory(claims: Sequence[tuple[str, str, int]],
     worded as upstream: every class of the write, then those providers.
     The classes come in the order upstream's set of their ids gives them
     (CPython's, for the same ids added in the same order: fixed), which
-    clients see in the text. Upstream's id of a standard class is its index
-    in os-resource-classes; a custom class's is the database's (10000 and
-    up in a database upstream made)."""
+    clients see in the text; ours are upstream's (db/resource_classes.py)."""
     missing = [uuid for uuid in dict.fromkeys(uuid for uuid, _, _ in claims)
                if provider_rows[uuid]['id'] not in with_inventory]
     if missing:
-        upstream_ids = {rc: _STANDARD_INDEX.get(rc, class_ids[rc]) for _, rc, _ in claims}
-        names = {i: rc for rc, i in upstream_ids.items()}
-        ids = set(upstream_ids[rc] for _, rc, _ in claims)
+        names = {class_ids[rc]: rc for _, rc, _ in claims}
+        ids = set(class_ids[rc] for _, rc, _ in claims)
         raise errors.Conflict("Unable to allocate inventory: Inventory for '%s' on resource "
                               "provider '%s' invalid." % (', '.join(names[i] for i in ids),
                                                           ', '.join(missing)))
-
-
-_STANDARD_INDEX = {name: i for i, name in enumerate(os_resource_classes.STANDARDS)}
 
 
 def write(conn: sa.Connection, requests: Sequence[ConsumerAllocations]) -> None:

@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from placement_server import retry
 from placement_server.db import api
 from placement_server.db import changes
+from placement_server.db import resource_classes
 from placement_server.db import tables
 from placement_server.db import takeover
 
@@ -82,18 +83,20 @@ def stamp(db: api.Database, revision: str) -> None:
 def _seed(db: api.Database) -> None:
     now = api.utcnow()
     with db.writer() as conn:
-        for table, names in ((tables.resource_classes, os_resource_classes.STANDARDS),
-                             (tables.traits, os_traits.get_traits())):
-            have = set(conn.scalars(sa.select(table.c.name)))
-            new = [{'name': n, 'created_at': now} for n in names if n not in have]
-            if new:
-                conn.execute(table.insert(), new)
-                changes.note_names(conn)
+        have = set(conn.scalars(sa.select(tables.resource_classes.c.name)))
+        classes = [n for n in os_resource_classes.STANDARDS if n not in have]
+        resource_classes.insert_standard(conn, classes, now)
+        have = set(conn.scalars(sa.select(tables.traits.c.name)))
+        traits = [{'name': n, 'created_at': now} for n in os_traits.get_traits() if n not in have]
+        if traits:
+            conn.execute(tables.traits.insert(), traits)
+            changes.note_names(conn)
 
 
 def sync(db: api.Database, conf: Any = None) -> None:
     """Take over an upstream database if it is one, create or upgrade our
-    schema, then seed the standard names. UnknownRevision, changing
+    schema (upstream's head recorded beside it in its own table), then
+    seed the standard names. UnknownRevision, changing
     nothing, when the database holds a revision this code does not know."""
     conf = conf or _defaults()
     with db.engine.begin() as conn:
@@ -101,8 +104,9 @@ def sync(db: api.Database, conf: Any = None) -> None:
         takeover.check(schema, revisions())
         takeover.adopt(conn, conf, lambda revision: command.stamp(_config(conn), revision))
         command.upgrade(_config(conn), 'head')
-        if schema.upstream:
-            takeover.after_upstream(conn)
+        if not schema.upstream:
+            # Our schema holds upstream's head (the way back, docs/install.md).
+            takeover.stamp_upstream(conn, takeover.UPSTREAM_HEAD)
     _seed(db)
 
 

@@ -1,16 +1,68 @@
-"""Resource classes: the standard ones (seeded) and CUSTOM_* ones."""
+"""Resource classes: the standard ones (seeded) and CUSTOM_* ones.
+
+Their ids are upstream placement's, so that either server can serve a
+database the other made: a standard class's id is its index in
+os-resource-classes (VCPU is 0), a custom class's the next from 10000 on.
+"""
 from collections.abc import Iterable
+from collections.abc import Iterator
+from collections.abc import Mapping
 from collections.abc import Sequence
+import contextlib
+import datetime
 
 import os_resource_classes
 import sqlalchemy as sa
 
 from placement_server import errors
+from placement_server import retry
 from placement_server.db import api
 from placement_server.db import changes
 from placement_server.db import tables
 
 RC = tables.resource_classes
+
+FIRST_CUSTOM_ID = 10000
+STANDARD_IDS = {name: i for i, name in enumerate(os_resource_classes.STANDARDS)}
+
+
+def upstream_ids(classes: Mapping[int, str]) -> dict[int, int]:
+    """{id: upstream's id} for the classes ``classes`` names by id: standard
+    ones at their index, custom ones kept from 10000 on and the others
+    given the next ids in the order of their old ones."""
+    customs = [i for i, name in classes.items() if name not in STANDARD_IDS]
+    next_id = max([i + 1 for i in customs if i >= FIRST_CUSTOM_ID], default=FIRST_CUSTOM_ID)
+    wanted = {i: STANDARD_IDS[name] for i, name in classes.items() if name in STANDARD_IDS}
+    for i in sorted(customs):
+        if i >= FIRST_CUSTOM_ID:
+            wanted[i] = i
+        else:
+            wanted[i], next_id = next_id, next_id + 1
+    return wanted
+
+
+@contextlib.contextmanager
+def zero_ids_kept(conn: sa.Connection) -> Iterator[None]:
+    """MySQL inserts an id of 0 (VCPU's) as it is, not as the next one."""
+    if conn.dialect.name != 'mysql':
+        yield
+        return
+    mode = conn.scalar(sa.text('SELECT @@SESSION.sql_mode'))
+    conn.execute(sa.text("SET SESSION sql_mode = CONCAT_WS(',', :mode, 'NO_AUTO_VALUE_ON_ZERO')"),
+                 {'mode': mode or None})
+    try:
+        yield
+    finally:
+        conn.execute(sa.text('SET SESSION sql_mode = :mode'), {'mode': mode})
+
+
+def insert_standard(conn: sa.Connection, names: Iterable[str], now: datetime.datetime) -> None:
+    """Insert the standard classes ``names``, each with its id."""
+    rows = [{'id': STANDARD_IDS[n], 'name': n, 'created_at': now} for n in names]
+    if rows:
+        with zero_ids_kept(conn):
+            conn.execute(RC.insert(), rows)
+        changes.note_names(conn)
 
 
 def list_all(conn: sa.Connection) -> Sequence[tables.RowMap]:
@@ -41,13 +93,24 @@ def ids_by_name(conn: sa.Connection, names: Iterable[str]) -> dict[str, int]:
     return found
 
 
+_NEXT_CUSTOM_ID = sa.select(sa.func.coalesce(sa.func.max(RC.c.id) + 1, FIRST_CUSTOM_ID)) \
+    .where(RC.c.id >= FIRST_CUSTOM_ID).scalar_subquery()
+
+
 def create(conn: sa.Connection, name: str) -> bool:
-    """Insert a custom class; False if it already exists."""
+    """Insert a custom class with the next custom id; False if it already
+    exists. A writer that took the same id meanwhile makes the write run
+    again."""
     try:
         with conn.begin_nested():
-            conn.execute(RC.insert().values(name=name, created_at=api.utcnow()))
+            conn.execute(RC.insert().from_select(
+                ['id', 'name', 'created_at'],
+                sa.select(_NEXT_CUSTOM_ID, sa.literal(name), sa.literal(api.utcnow()))))
     except api.CONSTRAINT_VIOLATION:
-        return False
+        if conn.scalar(sa.select(RC.c.id).where(RC.c.name == name)) is not None:
+            return False
+        raise retry.Replay(errors.Conflict(
+            'Resource class %s: its id was taken by another writer.' % name))
     changes.note_names(conn)
     return True
 

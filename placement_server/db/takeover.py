@@ -6,7 +6,9 @@ collide and upstream still finds its head after we took over (the way
 back). Upstream's tables at its head are our first schema's tables and
 columns (only constraint and index names differ, and nothing here reads
 those); what ours adds on top (the change sequence, revision 0002) is new
-tables upstream never reads.
+tables upstream never reads, and ours numbers resource classes as upstream
+does (revision 0003), so a database ours made goes to upstream too: ``db
+sync`` stamps upstream's head in upstream's table (``stamp_upstream``).
 
 ``adopt`` runs inside ``db sync`` before our own migrations. For a
 database of an older upstream revision it does what upstream's later
@@ -165,12 +167,3 @@ def stamp_upstream(conn: sa.Connection, revision: str) -> None:
     conn.execute(sa.text('DELETE FROM %s' % UPSTREAM_VERSION_TABLE))
     conn.execute(sa.text('INSERT INTO %s (version_num) VALUES (:rev)' % UPSTREAM_VERSION_TABLE),
                  {'rev': revision})
-
-
-def after_upstream(conn: sa.Connection) -> None:
-    """What upstream's writes leave for ours: on PostgreSQL, upstream gives
-    resource classes their ids itself, so the id sequence lags behind them."""
-    if conn.dialect.name == 'postgresql':
-        conn.execute(sa.text(
-            "SELECT setval(pg_get_serial_sequence('resource_classes', 'id'), "
-            "COALESCE(MAX(id), 0) + 1, false) FROM resource_classes"))

@@ -19,6 +19,7 @@ from placement_server import policies
 from tests import databases
 from tests import upstream
 from tests.integration import servers
+from tests.integration import uwsgi
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GABBI_VENV = os.environ.get('PLACEMENT_GABBI_VENV', os.path.join(upstream.TOP, '.venv-gabbi'))
@@ -71,20 +72,27 @@ def gabbits():
 
 @pytest.fixture
 def configured_servers(tmp_path):
-    """start(backend) -> {config: url}: one server per configuration."""
+    """start(backend, served_by) -> {config: url}: one server per
+    configuration, placement-server or uWSGI with Kolla's or
+    OpenStack-Helm's ini (tests/integration/uwsgi.py)."""
     made, started = [], []
 
-    def start(backend):
+    def start(backend, served_by='placement-server'):
         urls = {}
         for config, options in CONFIGS.items():
             workdir = tmp_path / config
             workdir.mkdir()
             write_open_policy(workdir / 'open-policy.yaml')
-            write_conf(workdir / 'placement.conf', options)
             test_db = databases.TestDatabase(backend, str(workdir))
             made.append(test_db)
-            server = servers.Server(test_db.url, str(workdir), workers=2,
-                                    config_file=str(workdir / 'placement.conf'))
+            if served_by == 'placement-server':
+                write_conf(workdir / 'placement.conf', options)
+                server = servers.Server(test_db.url, str(workdir), workers=2,
+                                        config_file=str(workdir / 'placement.conf'))
+            else:
+                server = uwsgi.UwsgiServer(test_db.url, str(workdir),
+                                           flavour=served_by.partition('-')[2],
+                                           processes=3, options=options, sync_db=False)
             started.append(server)
             urls[config] = server.start().url
         return urls
@@ -95,10 +103,17 @@ def configured_servers(tmp_path):
         test_db.drop()
 
 
-@pytest.mark.parametrize('backend', databases.BACKENDS)
-def test_upstream_gabbi_suite(backend, configured_servers, gabbi_python, gabbits,
+# Under uWSGI as the deployment tools run it: one engine each (the
+# application is the same; what differs is the server around it).
+SERVED = [('placement-server', b) for b in databases.BACKENDS] + [
+    (s, b) for s, b in (('uwsgi-kolla', 'mysql'), ('uwsgi-helm', 'postgresql'))
+    if b in databases.BACKENDS]
+
+
+@pytest.mark.parametrize('served_by,backend', SERVED)
+def test_upstream_gabbi_suite(served_by, backend, configured_servers, gabbi_python, gabbits,
                               tmp_path, record_property):
-    urls = configured_servers(backend)
+    urls = configured_servers(backend, served_by)
     out = tmp_path / 'results.json'
     command = [gabbi_python, os.path.join(HERE, 'gabbi_run.py'), '--gabbits', gabbits,
                '--out', str(out)] + ['--server=%s=%s' % kv for kv in urls.items()]
@@ -109,8 +124,8 @@ def test_upstream_gabbi_suite(backend, configured_servers, gabbi_python, gabbits
     records = results['tests']
     passed = [r for r in records if r['status'] == 'pass']
     failed = [r for r in records if r['status'] != 'pass']
-    record_property('conformance', 'upstream placement gabbi suite on %s: %d/%d passed '
-                    '(%d files, %.0f s)' % (backend, len(passed), len(records),
+    record_property('conformance', 'upstream placement gabbi suite on %s, %s: %d/%d passed '
+                    '(%d files, %.0f s)' % (backend, served_by, len(passed), len(records),
                                             len(results['files']), results['seconds']))
     assert not failed, '%d of %d upstream tests failed on %s:\n%s' % (
         len(failed), len(records), backend,

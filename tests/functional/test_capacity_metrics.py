@@ -16,6 +16,7 @@ EXPORTER_SERIES = {
     'openstack_placement_resource_reserved': {'hostname', 'resourcetype'},
     'openstack_placement_resource_allocation_ratio': {'hostname', 'resourcetype'},
     'openstack_placement_resource_usage': {'hostname', 'resourcetype'},
+    'openstack_placement_resource_generation': {'hostname'},
 }
 
 
@@ -98,6 +99,15 @@ def test_numbers_equal_the_apis_inventories_and_usages(api, database, cloud):
         assert resp.status_int == 200, resp.body
     assert scrape(exporter)['openstack_placement_resource_usage'][
         frozenset({'hostname': 'cn1', 'resourcetype': 'VCPU'}.items())] == 19
+
+
+def test_generations_equal_the_apis(api, database, cloud):
+    exporter = metrics.Exporter(database, [])
+    for _ in range(2):
+        listed = api.get('/resource_providers', version='1.39').json['resource_providers']
+        assert scrape(exporter)['openstack_placement_resource_generation'] == {
+            frozenset({'hostname': rp['name']}.items()): rp['generation'] for rp in listed}
+        claim(api, {cloud['cn2_numa0']: {'VCPU': 1}})   # moves the generation
 
 
 def test_flavor_fits_and_free_capacity(api, database, cloud):

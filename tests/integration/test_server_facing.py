@@ -25,6 +25,7 @@ import requests
 
 from tests import upstream
 from tests.integration import servers
+from tests.integration import uwsgi
 
 pytestmark = pytest.mark.integration
 
@@ -154,16 +155,32 @@ def test_the_wsgi_app_without_a_database_is_one_line(tmp_path):
     assert result.returncode != 0
     assert result.stderr.count('\n') == 1, result.stderr
     assert result.stderr.startswith('placement: no database configured')
-    # and under a WSGI server: it stops rather than restart workers forever
+    # Under a WSGI server it stops rather than restart workers forever. Five
+    # workers failing together, twice: gunicorn's arbiter halting on
+    # two boot failures at once (a traceback, status 1) cannot hide.
     gunicorn = os.path.join(os.path.dirname(sys.executable), 'gunicorn')
-    result = subprocess.run(
-        upstream.gunicorn_command(gunicorn, 'placement_server.wsgi_app:application',
-                                  upstream.free_port(), 2),
-        cwd=str(tmp_path), env=_unconfigured_env(tmp_path),
-        capture_output=True, text=True, timeout=60)
-    assert result.returncode != 0
-    assert 'Traceback' not in result.stderr
-    assert 'placement: no database configured' in result.stderr
+    for _ in range(2):
+        result = subprocess.run(
+            upstream.gunicorn_command(gunicorn, 'placement_server.wsgi_app:application',
+                                      upstream.free_port(), 5),
+            cwd=str(tmp_path), env=_unconfigured_env(tmp_path),
+            capture_output=True, text=True, timeout=120)
+        assert result.returncode == 3, result.stderr[-3000:]
+        assert 'Traceback' not in result.stderr
+        assert 'placement: no database configured' in result.stderr
+    # uWSGI as Kolla and OpenStack-Helm run it: it would respawn the
+    # workers forever; the first to fail shuts it down.
+    for flavour, processes in (('kolla', 3), ('helm', 1)):
+        ini = tmp_path / ('%s.ini' % flavour)
+        port = upstream.free_port()
+        uwsgi.write_ini(str(ini), uwsgi.kolla_ini(port, processes) if flavour == 'kolla'
+                        else uwsgi.helm_ini(port, upstream.free_port()))
+        result = subprocess.run([uwsgi.UWSGI, '--ini', str(ini)], cwd=str(tmp_path),
+                                env=_unconfigured_env(tmp_path), capture_output=True,
+                                text=True, timeout=120)
+        assert 'Traceback' not in result.stderr, result.stderr[-3000:]
+        assert 'placement: no database configured' in result.stderr
+        assert 'goodbye to uWSGI' in result.stderr
     assert not list(tmp_path.rglob('*.sqlite'))
 
 

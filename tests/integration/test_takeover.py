@@ -1,4 +1,5 @@
-"""Taking over a database upstream placement 16.0.0 made and filled, and the way back.
+"""Taking over a database upstream placement 16.0.0 made and filled, and the way back;
+giving upstream a database ours made (now, and as an earlier version made it).
 
 Upstream (from the side virtualenv) syncs and fills a MariaDB or PostgreSQL
 database through its API; our ``placement-manage db sync`` takes it over;
@@ -15,8 +16,10 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
+from placement_server.db import migration
 from tests import databases
 from tests import upstream
+from tests.fixtures import old_database
 from tests.integration import servers
 
 pytestmark = pytest.mark.integration
@@ -181,8 +184,8 @@ def test_upstream_database_taken_over_and_given_back(empty_database, tmp_path):
     synced = manage(tmp_path, conf_path, 'db', 'sync')
     assert synced.returncode == 0, synced.stderr
     version = manage(tmp_path, conf_path, 'db', 'version')
-    assert version.stdout.split() == ['0002;', 'upstream', 'placement', 'a082b8bb98d0'], \
-        version.stdout + version.stderr
+    assert version.stdout.split() == [migration.head() + ';', 'upstream', 'placement',
+                                      'a082b8bb98d0'], version.stdout + version.stderr
 
     ours = servers.Server(empty_database, str(tmp_path / 'ours')).start()
     try:
@@ -207,6 +210,7 @@ def test_upstream_database_taken_over_and_given_back(empty_database, tmp_path):
 
 def test_every_upstream_revision_is_taken_over(empty_database, tmp_path):
     revisions = upstream_revisions()
+    head = migration.head()
     assert len(revisions) >= 5 and 'a082b8bb98d0' in revisions
     script = tmp_path / 'upgrade_to.py'
     script.write_text(UPGRADE_TO)
@@ -226,7 +230,7 @@ def test_every_upstream_revision_is_taken_over(empty_database, tmp_path):
             synced = manage(tmp_path, conf_path, 'db', 'sync')
             assert synced.returncode == 0, (revision, synced.stderr)
             version = manage(tmp_path, conf_path, 'db', 'version')
-            assert version.stdout.strip() == '0002; upstream placement a082b8bb98d0', \
+            assert version.stdout.strip() == '%s; upstream placement a082b8bb98d0' % head, \
                 (revision, version.stdout, version.stderr)
             again = subprocess.run([upstream.venv_bin('placement-manage'), '--config-file',
                                     conf_path, 'db', 'sync'],
@@ -250,3 +254,54 @@ def test_unknown_revision_is_one_line(empty_database, tmp_path):
         assert result.returncode == 1
         assert result.stderr.strip().count('\n') == 0
         assert 'ffffffffffff' in result.stderr, result.stderr
+
+
+def give_back(db_url, tmp_path, world, want):
+    """The way back (docs/install.md): upstream's db sync and server on the
+    database, reading ``want``; a custom class upstream then makes takes
+    the next custom id, as the ids ours gave are upstream's."""
+    back = upstream.UpstreamPlacement(db_url, str(tmp_path / 'back'))
+    with back:
+        assert differences(reads(back.url, world), want) == {}
+        status, body = servers.call('PUT', back.url + '/resource_classes/CUSTOM_SILVER')
+        assert status == 201, body
+    engine = sa.create_engine(db_url)
+    with engine.connect() as conn:
+        ids = dict(conn.execute(sa.text(
+            "SELECT name, id FROM resource_classes WHERE name IN "
+            "('VCPU', 'DISK_GB', 'CUSTOM_GOLD', 'CUSTOM_SILVER')")).all())
+    engine.dispose()
+    assert ids == {'VCPU': 0, 'DISK_GB': 2, 'CUSTOM_GOLD': 10000, 'CUSTOM_SILVER': 10001}
+
+
+def test_database_ours_made_is_served_by_upstream(empty_database, tmp_path):
+    ours = servers.Server(empty_database, str(tmp_path / 'ours'), sync_db=True).start()
+    try:
+        world = fill(ours.url)
+        before = reads(ours.url, world)
+    finally:
+        ours.stop()
+    conf_path = str(tmp_path / 'placement.conf')
+    upstream.write_config(conf_path, empty_database)
+    version = manage(tmp_path, conf_path, 'db', 'version')
+    assert version.stdout.split() == [migration.head() + ';', 'upstream', 'placement',
+                                      'a082b8bb98d0'], version.stdout + version.stderr
+    give_back(empty_database, tmp_path, world, before)
+
+
+def test_database_an_earlier_version_made_is_renumbered_and_served_by_upstream(
+        empty_database, tmp_path):
+    old = old_database.load(empty_database)
+    conf_path = str(tmp_path / 'placement.conf')
+    upstream.write_config(conf_path, empty_database)
+    synced = manage(tmp_path, conf_path, 'db', 'sync')
+    assert synced.returncode == 0, synced.stderr
+    version = manage(tmp_path, conf_path, 'db', 'version')
+    assert version.stdout.split() == [migration.head() + ';', 'upstream', 'placement',
+                                      'a082b8bb98d0'], version.stdout + version.stderr
+    ours = servers.Server(empty_database, str(tmp_path / 'ours')).start()
+    try:
+        assert differences(reads(ours.url, old['world']), old['reads']) == {}
+    finally:
+        ours.stop()
+    give_back(empty_database, tmp_path, old['world'], old['reads'])
