@@ -81,6 +81,8 @@ def test_a_long_request_line_is_served_as_behind_apache(server):
 
 
 def test_stalled_clients_do_not_stop_the_others(server):
+    for path in ['/resource_providers', '/resource_classes'] * 4:    # both workers warm
+        assert requests.get(server.url + path, headers=ADMIN, timeout=10).status_code == 200
     # Half a head, or a head and half a body: then nothing.
     stalled = []
     try:
