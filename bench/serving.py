@@ -42,7 +42,6 @@ from bench.allocation_candidates import PLACELOAD_IN_FLIGHT  # noqa: E402
 from bench.allocation_candidates import QUERIES  # noqa: E402
 from tests import databases  # noqa: E402
 from tests import upstream  # noqa: E402
-from tests.integration import servers  # noqa: E402
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEADERS = {'X-Auth-Token': 'admin', 'OpenStack-API-Version': 'placement 1.39'}
