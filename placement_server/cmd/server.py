@@ -45,9 +45,10 @@ if TYPE_CHECKING:   # gunicorn ships no types: these name what it passes
 
 DEFAULT_HOST = '127.0.0.1'
 DEFAULT_PORT = 8778
-# Threads only run the application (requests are read whole first): more
-# than a few add GIL contention, not throughput (docs/bench/serving.md).
-DEFAULT_THREADS = 32
+# Threads only run the application (requests are read whole first): a few
+# overlap database round trips; 32 cost ~1.5x the CPU per request and 2x
+# per provider created in GIL contention (docs/bench/serving.md).
+DEFAULT_THREADS = 4
 # What Apache in front of upstream's placement accepts (LimitRequestLine).
 DEFAULT_LIMIT_REQUEST_LINE = 8190
 MAX_LIMIT_REQUEST_LINE = 65535          # uwsgi's largest buffer-size
@@ -76,7 +77,7 @@ def _parser() -> cmd.ArgumentParser:
     parser.add_argument('--workers', type=int, default=1,
                         help='worker processes (default %(default)s)')
     parser.add_argument('--threads', type=int, default=DEFAULT_THREADS,
-                        help='connections each worker serves at once '
+                        help='requests each worker runs at once '
                              '(default %(default)s)')
     parser.add_argument('--timeout', type=int, default=120,
                         help='seconds a request may take before its worker '
