@@ -97,6 +97,7 @@ class Worker(gthread.ThreadWorker):
         conn.sock.setblocking(False)
         conn.request = bytearray(data)
         conn.framing = request_framing.Framing()
+        conn.continued = False
         conn.timeout = time.monotonic() + self.header_timeout
         self.reading[conn] = None
         self.poller.register(conn.sock, selectors.EVENT_READ, partial(self._read, conn))
@@ -126,9 +127,13 @@ class Worker(gthread.ThreadWorker):
         if framing.head_end is not None and conn.framing.head_end is None:
             conn.timeout = time.monotonic() + self.body_timeout
         conn.framing = framing
-        if framing.expects_continue:
+        if framing.expects_continue and not conn.continued:
             self._send(conn, b'HTTP/1.1 100 Continue\r\n\r\n')
+            conn.continued = True
         if framing.end is not None:
+            if conn.continued:   # answered: gunicorn must not send another
+                conn.request[:framing.head_end] = request_framing.without_expect(
+                    bytes(conn.request[:framing.head_end]))
             self.poller.unregister(conn.sock)
             del self.reading[conn]
             self.enqueue_req(conn)
@@ -181,7 +186,6 @@ class Worker(gthread.ThreadWorker):
         return super().handle(conn)
 
     def handle_request(self, req: Any, conn: Any) -> Any:
-        req._expected_100_continue = False     # answered while reading, if due
         # Only the answer is written from here: bounded, so that a client
         # that does not read it cannot hold the thread.
         conn.sock.settimeout(self.body_timeout)

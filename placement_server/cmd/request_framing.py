@@ -11,6 +11,7 @@ over as it is, and gunicorn's parser answers.
 import dataclasses
 import re
 
+_EXPECT = re.compile(rb'\r\nexpect:[^\r]*', re.I)
 # A chunk size line: hex digits, then optional extensions.
 _CHUNK_SIZE = re.compile(rb'([0-9A-Fa-f]{1,16})[ \t]*(;[^\r\n]*)?')
 
@@ -130,3 +131,8 @@ def _chunked(buf: bytes | bytearray, head_end: int, limits: Limits,
 
 def _bad_chunk() -> Refusal:
     return Refusal(400, 'Bad Request', 'Invalid chunk size.')
+
+
+def without_expect(head: bytes) -> bytes:
+    """``head`` without its Expect header (once 100 Continue was sent)."""
+    return _EXPECT.sub(b'', head)

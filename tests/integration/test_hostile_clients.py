@@ -128,6 +128,22 @@ def test_a_malformed_chunk_size_is_400(server):
     assert 'Traceback' not in server.log()
 
 
+def test_expect_100_continue_is_answered_once(server):
+    # The worker reads the body itself: it says "100 Continue" while
+    # reading, and gunicorn must not say it again before the answer.
+    with socket.create_connection(('127.0.0.1', server.port), timeout=30) as sock:
+        body = b'{"name": "continued-cn"}'
+        sock.sendall(b'POST /resource_providers HTTP/1.1\r\nHost: x\r\nX-Auth-Token: admin\r\n'
+                     b'Content-Type: application/json\r\nExpect: 100-continue\r\n'
+                     b'Connection: close\r\nContent-Length: %d\r\n\r\n' % len(body))
+        assert sock.recv(25) == b'HTTP/1.1 100 Continue\r\n\r\n'
+        sock.sendall(body)
+        answer = b''
+        while chunk := sock.recv(65536):
+            answer += chunk
+    assert answer.startswith(b'HTTP/1.1 201'), answer
+
+
 def test_unknown_methods_share_one_metrics_label(server):
     for i in range(5):
         resp = requests.request('JUNK%d' % i, server.url + '/', headers=ADMIN, timeout=10)

@@ -55,3 +55,8 @@ def test_expect_continue_is_noted_while_the_body_is_awaited():
 ])
 def test_what_can_never_be_served_is_refused_at_once(data, status):
     assert judge(data).refusal.status == status
+
+
+def test_the_expect_header_goes_once_100_continue_is_sent():
+    head = HEAD + b'Expect: 100-continue\r\nContent-Length: 2\r\n\r\n'
+    assert framing.without_expect(head) == HEAD + b'Content-Length: 2\r\n\r\n'
