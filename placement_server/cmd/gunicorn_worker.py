@@ -116,7 +116,7 @@ class Worker(gthread.ThreadWorker):
                 self._close(conn)
                 return
             conn.request += data
-        framing = request_framing.judge(conn.request, self.limits)
+        framing = request_framing.judge(conn.request, self.limits, conn.framing)
         if framing.refusal is not None:
             refusal = framing.refusal
             self.log.warning('Refused request from ip=%s: %s %s', conn.client[0],

@@ -39,10 +39,16 @@ class Framing:
     head_end: int | None = None      # bytes of the head, None until received
     refusal: Refusal | None = None
     expects_continue: bool = False   # Expect: 100-continue, body still to come
+    # Chunked: where the next chunk size line starts, and the body so far
+    # (the next judgement resumes there instead of walking every chunk).
+    chunk_pos: int = 0
+    chunked_size: int = 0
 
 
-def judge(buf: bytes | bytearray, limits: Limits) -> Framing:
-    """The framing of the request starting at ``buf[0]``."""
+def judge(buf: bytes | bytearray, limits: Limits,
+          before: Framing | None = None) -> Framing:
+    """The framing of the request starting at ``buf[0]``; ``before`` is the
+    judgement of a shorter prefix of ``buf``, if any."""
     head_end = buf.find(b'\r\n\r\n')
     line_end = buf.find(b'\r\n')
     if line_end < 0 and len(buf) > limits.request_line + 1 or line_end > limits.request_line:
@@ -65,7 +71,7 @@ def judge(buf: bytes | bytearray, limits: Limits) -> Framing:
         if len(buf) - head_end >= length:
             return Framing(end=head_end + length, head_end=head_end)
         return Framing(head_end=head_end, expects_continue=expects and len(buf) == head_end)
-    return _chunked(buf, head_end, limits, expects)
+    return _chunked(buf, head_end, limits, expects, before)
 
 
 def _framing_headers(head: bytes) -> tuple[int | None, bool, bool]:
@@ -97,36 +103,44 @@ def _too_large(limits: Limits) -> Refusal:
 
 
 def _chunked(buf: bytes | bytearray, head_end: int, limits: Limits,
-             expects: bool) -> Framing:
+             expects: bool, before: Framing | None) -> Framing:
     pos, size = head_end, 0
+    if before is not None and before.chunk_pos > head_end:
+        pos, size = before.chunk_pos, before.chunked_size
+
+    def waiting() -> Framing:
+        return Framing(head_end=head_end, chunk_pos=pos, chunked_size=size)
     while True:
+        start = pos
         line_end = buf.find(b'\r\n', pos)
         if line_end < 0:
             if len(buf) - pos > 1024:     # no chunk size line is that long
                 return Framing(head_end=head_end, refusal=_bad_chunk())
-            return Framing(head_end=head_end, expects_continue=expects and pos == len(buf))
+            return Framing(head_end=head_end, expects_continue=expects and pos == len(buf),
+                           chunk_pos=pos, chunked_size=size)
         match = _CHUNK_SIZE.fullmatch(bytes(buf[pos:line_end]))
         if match is None:
             return Framing(head_end=head_end, refusal=_bad_chunk())
         chunk = int(match.group(1), 16)
-        size += chunk
-        if size > limits.body:
+        if size + chunk > limits.body:
             return Framing(head_end=head_end, refusal=_too_large(limits))
-        pos = line_end + 2
         if chunk == 0:
+            pos = line_end + 2
             # Trailers, if any, end with an empty line.
             if buf[pos:pos + 2] == b'\r\n':
                 return Framing(end=pos + 2, head_end=head_end)
             trailers_end = buf.find(b'\r\n\r\n', pos)
             if trailers_end < 0:
-                return Framing(head_end=head_end)
+                pos = start     # the zero chunk's line, judged again
+                return waiting()
             return Framing(end=trailers_end + 4, head_end=head_end)
-        if len(buf) < pos + chunk + 2:
-            return Framing(head_end=head_end)
-        if buf[pos + chunk:pos + chunk + 2] != b'\r\n':
+        data = line_end + 2
+        if len(buf) < data + chunk + 2:
+            return waiting()     # resumes at this chunk's size line
+        if buf[data + chunk:data + chunk + 2] != b'\r\n':
             return Framing(head_end=head_end, refusal=Refusal(
                 400, 'Bad Request', 'A chunk does not end where its size says.'))
-        pos += chunk + 2
+        pos, size = data + chunk + 2, size + chunk
 
 
 def _bad_chunk() -> Refusal:

@@ -60,3 +60,18 @@ def test_what_can_never_be_served_is_refused_at_once(data, status):
 def test_the_expect_header_goes_once_100_continue_is_sent():
     head = HEAD + b'Expect: 100-continue\r\nContent-Length: 2\r\n\r\n'
     assert framing.without_expect(head) == HEAD + b'Content-Length: 2\r\n\r\n'
+
+
+@pytest.mark.parametrize('request_bytes', [
+    HEAD + b'Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n1\r\n \r\n0\r\n\r\n',
+    HEAD + b'Transfer-Encoding: chunked\r\n\r\n2;x=y\r\n{}\r\n0\r\nT: 1\r\n\r\n',
+    HEAD + b'Content-Length: 2\r\n\r\n{}',
+])
+def test_a_request_judged_as_it_arrives_byte_by_byte(request_bytes):
+    # The worker judges again on every read, from where it left off.
+    judged = framing.Framing()
+    for i in range(1, len(request_bytes)):
+        judged = framing.judge(request_bytes[:i], LIMITS, judged)
+        assert judged.end is None and judged.refusal is None, i
+    judged = framing.judge(request_bytes, LIMITS, judged)
+    assert judged.end == len(request_bytes)
