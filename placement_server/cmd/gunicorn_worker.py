@@ -105,6 +105,18 @@ class Worker(gthread.ThreadWorker):
             self._read(conn, conn.sock, received=True)
 
     def _read(self, conn: Any, client: Any, received: bool = False) -> None:
+        try:
+            self._take(conn, received)
+        except Exception:
+            # In the event loop: a surprise must cost one connection, not
+            # the worker and every connection it holds.
+            self.log.exception('Error reading a request from ip=%s', conn.client[0])
+            if conn in self.reading:
+                self._close(conn)
+
+    def _take(self, conn: Any, received: bool) -> None:
+        """Reads what has arrived; answers, or hands the request to a
+        thread, once it is judged."""
         if not received:
             try:
                 data = conn.sock.recv(_RECV)
