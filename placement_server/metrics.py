@@ -28,6 +28,9 @@ from placement_server.capacity import metrics as capacity_metrics
 from placement_server.db import api as db_api
 
 PATH = '/metrics'
+# Methods that name themselves in the metrics; any other is 'other', so
+# that clients cannot add series at will.
+KNOWN_METHODS = frozenset(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'])
 
 REQUESTS = prometheus_client.Counter(
     'placement_http_requests', 'HTTP requests served.',
@@ -46,6 +49,11 @@ POOL_OPEN = prometheus_client.Gauge(
     'placement_db_pool_connections_open',
     'Database connections the pool holds open (in use or idle).',
     multiprocess_mode='livesum')
+
+
+def method_label(method: str) -> str:
+    """The value of the ``method`` label for a request's method."""
+    return method if method in KNOWN_METHODS else 'other'
 
 
 def watch_pool(db: db_api.Database) -> None:

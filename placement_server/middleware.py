@@ -16,6 +16,7 @@ from the outside in:
 """
 from collections.abc import Callable
 import logging
+import re
 import time
 from typing import TYPE_CHECKING
 from wsgiref.types import StartResponse
@@ -39,6 +40,14 @@ if TYPE_CHECKING:
     from _typeshed import OptExcInfo  # what sys.exc_info() gives
 
 LOG = logging.getLogger('placement_server.requests')
+# What a client may put in a path that a log line must not show as is: a
+# newline would start a forged line.
+_CONTROL = re.compile('[\x00-\x1f\x7f-\x9f]')
+
+
+def _printable(text: str) -> str:
+    """``text`` with its control characters written as %XX, as in a URL."""
+    return _CONTROL.sub(lambda m: '%%%02X' % ord(m.group()), text)
 
 
 class _RouteNames:
@@ -97,8 +106,9 @@ class Observer:
         status = seen.get('status', '500')
         if self.metrics:
             route = self.route_of(method, path)
-            metrics.REQUESTS.labels(route, method, status).inc()
-            metrics.LATENCY.labels(route, method, status).observe(elapsed)
+            method_label = metrics.method_label(method)
+            metrics.REQUESTS.labels(route, method_label, status).inc()
+            metrics.LATENCY.labels(route, method_label, status).observe(elapsed)
         self._log(environ, method, status, seen.get('length', '-'), elapsed)
         return body
 
@@ -115,7 +125,8 @@ class Observer:
             path += '?' + environ['QUERY_STRING']
         version = environ.get('placement.microversion')
         LOG.info('%s "%s %s" status: %s len: %s microversion: %s time: %.6f',
-                 environ.get('REMOTE_ADDR', '-'), method, path, status, length,
+                 environ.get('REMOTE_ADDR', '-'), _printable(method), _printable(path),
+                 status, length,
                  version or '-', elapsed, extra={'context': ctx})
 
 

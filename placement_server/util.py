@@ -165,6 +165,12 @@ def check_accept(req: Request) -> None:
         raise errors.NotAcceptable('Only application/json is provided')
 
 
+def _no_constant(name: str) -> Any:
+    # NaN and +-Infinity are not JSON, and no placement value may be one
+    # (an allocation ratio of NaN would make every capacity unknowable).
+    raise ValueError('%s is not a number placement takes' % name)
+
+
 def extract_json(req: Request, schema: Schema) -> Any:
     """The request body decoded and validated against ``schema``."""
     if req.content_type != 'application/json':
@@ -172,7 +178,7 @@ def extract_json(req: Request, schema: Schema) -> Any:
             'The media type %s is not supported, use application/json'
             % (req.content_type or None))
     try:
-        data = json.loads(req.body)
+        data = json.loads(req.body, parse_constant=_no_constant)
         holds_nul = _holds_nul(data)
     except RecursionError:   # a body nested thousands of levels deep
         raise errors.BadRequest('Malformed JSON: nested too deeply')

@@ -32,6 +32,7 @@ import os_traits
 import sqlalchemy as sa
 
 from placement_server.db import changes
+from placement_server.db import inventories
 from placement_server.db import tables
 
 RP = tables.resource_providers
@@ -389,7 +390,7 @@ class ResourceView:
                 if i1 is not None:
                     self.children += 1
             elif kind == 'i':
-                inv = Inv((i2 - i3) * ratio, i4, i5, i6)
+                inv = Inv((i2 - i3) * inventories.usable_ratio(ratio), i4, i5, i6)
                 self.inventories.setdefault(i1, {})[rp] = shared(inv, inv)
                 classes.setdefault(rp, set()).add(i1)
             elif kind == 'u':

@@ -78,7 +78,13 @@ def _request_wide(params: webob.multidict.MultiDict, version: microversion.Versi
                   ) -> CandidateRequest:
     wide = CandidateRequest(groups={}, version=version)
     if 'limit' in params:
-        wide.limit = int(params.getall('limit')[0])
+        # The schema judged the last value; as upstream, the first is used.
+        limit = params.getall('limit')[0]
+        pattern = schema.GET_1_16['properties']['limit']['pattern']
+        if not re.match(pattern, limit):
+            raise _bad('Invalid query string parameters: %r does not match %r'
+                       % (limit, pattern))
+        wide.limit = int(limit)
     if 'group_policy' in params:
         wide.group_policy = params.getall('group_policy')[0]
     roots = params.getall('root_required')

@@ -1,17 +1,37 @@
 """gunicorn's threaded worker, as placement-server runs it.
 
-One departure: a request gunicorn cannot parse (a bad request line or
-header, a Content-Length that is not a number) is refused, as every
-placement error is, with a JSON error document; gunicorn writes an HTML
-page, and placement's clients (and upstream's API tests) parse JSON.
-Everything else, other statuses included, is gunicorn's own.
+The worker's event loop reads each request whole, head and body, before
+one of its threads runs the application: a client that is slow, stalled
+mid-request or idle costs a buffer and a file descriptor, never a thread,
+so ``--threads`` only sets how many requests a worker runs at once.
+While a request is being read:
+
+- its head must arrive within ``--header-timeout`` seconds of its first
+  byte (or of the connection), its body within ``--body-timeout`` of the
+  head; otherwise 408 and the connection is closed;
+- a request line over ``--limit-request-line`` bytes is 414, a body over
+  ``--limit-request-body`` 413, a malformed chunk size 400, each answered
+  at once without reading further;
+- a client that goes away before its request is complete is forgotten.
+
+A request gunicorn cannot parse (a bad request line or header, a
+Content-Length that is not a number) is refused, as every placement error
+is, with a JSON error document; gunicorn writes an HTML page, and
+placement's clients (and upstream's API tests) parse JSON.
 """
+import errno
+from functools import partial
 import json
+import selectors
+import socket
+import time
 from typing import Any
 import uuid
 
 from gunicorn.http import errors as http_errors
 from gunicorn.workers import gthread
+
+from placement_server.cmd import request_framing
 
 # Parse errors gunicorn answers with a status other than 400 (or that are
 # the application's): left to gunicorn.
@@ -19,22 +39,180 @@ _NOT_400 = (http_errors.ConfigurationProblem, http_errors.ExpectationFailed,
             http_errors.UnsupportedTransferCoding, http_errors.LimitRequestLine,
             http_errors.LimitRequestHeaders, http_errors.ForbiddenProxyRequest,
             http_errors.InvalidResponseHeader, http_errors.InvalidResponseHeaderName)
+_RECV = 256 * 1024
 
 
-def error_document(exc: BaseException) -> bytes:
-    """The 400 answer to malformed HTTP, as bytes on the wire."""
+class Serving:
+    """What placement-server sets before the workers fork (its options)."""
+    limits = request_framing.Limits(request_line=8190, head=8190 + 100 * 8192 + 4,
+                                    body=16 << 20)
+    header_timeout = 20.0
+    body_timeout = 60.0
+
+
+def error_document(exc: BaseException | str, status: int = 400,
+                   title: str = 'Bad Request') -> bytes:
+    """A JSON error answer, as bytes on the wire; the connection closes."""
     detail = str(exc)
     if 'CONTENT-LENGTH' in detail.upper():
         detail = 'content-length header must be an integer'   # upstream's words
     body = json.dumps({'errors': [{
-        'status': 400, 'title': 'Bad Request', 'detail': detail,
+        'status': status, 'title': title, 'detail': detail,
         'request_id': 'req-%s' % uuid.uuid4()}]}).encode()
-    head = ('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n'
-            'Content-Type: application/json\r\nContent-Length: %d\r\n\r\n' % len(body))
+    head = ('HTTP/1.1 %d %s\r\nConnection: close\r\n'
+            'Content-Type: application/json\r\nContent-Length: %d\r\n\r\n'
+            % (status, title, len(body)))
     return head.encode('latin1') + body
 
 
 class Worker(gthread.ThreadWorker):
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.limits = Serving.limits
+        self.header_timeout = Serving.header_timeout
+        self.body_timeout = Serving.body_timeout
+        self.reading: dict[Any, None] = {}     # connections being read, in order
+
+    # -- reading requests in the event loop ---------------------------------
+
+    def accept(self, listener: Any) -> None:
+        try:
+            client, addr = listener.accept()
+        except OSError as e:
+            if e.errno not in (errno.EAGAIN, errno.ECONNABORTED, errno.EWOULDBLOCK):
+                raise
+            return
+        self.nr_conns += 1
+        conn = gthread.TConn(self.cfg, client, addr, listener.getsockname())
+        self._start_reading(conn, b'')
+
+    def on_client_socket_readable(self, conn: Any, client: Any) -> None:
+        """A kept-alive connection has its next request coming."""
+        self.poller.unregister(client)
+        self.keepalived_conns.remove(conn)
+        self._start_reading(conn, b'')
+
+    def _start_reading(self, conn: Any, data: bytes) -> None:
+        conn.sock.setblocking(False)
+        conn.request = bytearray(data)
+        conn.framing = request_framing.Framing()
+        conn.continued = False
+        conn.timeout = time.monotonic() + self.header_timeout
+        self.reading[conn] = None
+        self.poller.register(conn.sock, selectors.EVENT_READ, partial(self._read, conn))
+        if data:
+            self._read(conn, conn.sock, received=True)
+
+    def _read(self, conn: Any, client: Any, received: bool = False) -> None:
+        try:
+            self._take(conn, received)
+        except Exception:
+            # In the event loop: a surprise must cost one connection, not
+            # the worker and every connection it holds.
+            self.log.exception('Error reading a request from ip=%s', conn.client[0])
+            if conn in self.reading:
+                self._close(conn)
+
+    def _take(self, conn: Any, received: bool) -> None:
+        """Reads what has arrived; answers, or hands the request to a
+        thread, once it is judged."""
+        if not received:
+            try:
+                data = conn.sock.recv(_RECV)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                data = b''
+            if not data:      # gone before the request was complete
+                self._close(conn)
+                return
+            conn.request += data
+        framing = request_framing.judge(conn.request, self.limits, conn.framing)
+        if framing.refusal is not None:
+            refusal = framing.refusal
+            self.log.warning('Refused request from ip=%s: %s %s', conn.client[0],
+                             refusal.status, refusal.detail)
+            self._answer_and_close(conn, error_document(refusal.detail, refusal.status,
+                                                        refusal.title))
+            return
+        if framing.head_end is not None and conn.framing.head_end is None:
+            conn.timeout = time.monotonic() + self.body_timeout
+        conn.framing = framing
+        if framing.expects_continue and not conn.continued:
+            self._send(conn, b'HTTP/1.1 100 Continue\r\n\r\n')
+            conn.continued = True
+        if framing.end is not None:
+            if conn.continued:   # answered: gunicorn must not send another
+                conn.request[:framing.head_end] = request_framing.without_expect(
+                    bytes(conn.request[:framing.head_end]))
+            self.poller.unregister(conn.sock)
+            del self.reading[conn]
+            self.enqueue_req(conn)
+
+    def _send(self, conn: Any, data: bytes) -> None:
+        try:
+            conn.sock.send(data)
+        except OSError:
+            pass
+
+    def _answer_and_close(self, conn: Any, answer: bytes) -> None:
+        self._send(conn, answer)
+        try:
+            conn.sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+        self._close(conn)
+
+    def _close(self, conn: Any) -> None:
+        try:
+            self.poller.unregister(conn.sock)
+        except (KeyError, ValueError, OSError):
+            pass
+        self.reading.pop(conn, None)
+        self.nr_conns -= 1
+        conn.close()
+
+    def murder_pending(self) -> None:
+        super().murder_pending()
+        now = time.monotonic()
+        for conn in [c for c in self.reading if c.timeout <= now]:
+            if conn.request:
+                self._answer_and_close(conn, error_document(
+                    'The request did not arrive in time.', 408, 'Request Timeout'))
+            else:
+                self._close(conn)
+
+    # -- running the application in a thread --------------------------------
+
+    def handle(self, conn: Any) -> Any:
+        conn.data_ready = True     # read whole already: no waiting here
+        request = bytes(conn.request)
+        conn.request = bytearray()
+        try:
+            conn.init()
+        except Exception as e:
+            self.handle_error(None, conn.sock, conn.client, e)
+            return False
+        conn.parser.unreader.unread(request)
+        return super().handle(conn)
+
+    def handle_request(self, req: Any, conn: Any) -> Any:
+        # Only the answer is written from here: bounded, so that a client
+        # that does not read it cannot hold the thread.
+        conn.sock.settimeout(self.body_timeout)
+        return super().handle_request(req, conn)
+
+    def finish_request(self, conn: Any, fs: Any) -> None:
+        try:
+            keepalive = fs.result() if not fs.cancelled() else False
+        except Exception:
+            keepalive = False
+        if keepalive and conn.parser.unreader.buf.getvalue():
+            # Pipelined: the next request has begun; read the rest of it here.
+            self._start_reading(conn, conn.parser.unreader.take_buffered())
+            return
+        super().finish_request(conn, fs)
 
     def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
         if not isinstance(exc, http_errors.ParseException) or isinstance(exc, _NOT_400):

@@ -5,14 +5,13 @@ upgrades the schema with --sync-db) before forking workers, so a mistake
 is one line and exit status 1, not a crash loop. Each worker then opens
 its own database pool.
 
-Workers are gunicorn's threaded workers (gthread; malformed HTTP gets a
-JSON error, placement_server.cmd.gunicorn_worker): a connection waiting
-for its client (slow, stuck, or idle between keep-alive requests) holds
-at most one of a worker's ``--threads``, never the worker, so slow
-clients cannot stop the others being served. In production put a proxy
-that buffers whole requests in front (docs/install.md). SIGTERM (or
-SIGINT) stops gracefully: requests in flight finish, then the master
-exits 0.
+Workers are gunicorn's threaded workers whose event loop reads each
+request whole before a thread runs it (placement_server.cmd.gunicorn_worker):
+a connection waiting for its client (slow, stalled, or idle between
+keep-alive requests) holds no thread, only until its read timeout, so
+such clients cannot stop the others being served; ``--threads`` is how
+many requests a worker runs at once. SIGTERM (or SIGINT) stops
+gracefully: requests in flight finish, then the master exits 0.
 
 gunicorn's own messages (workers booting, timing out, killed) go through
 oslo.log like the service's; the master logs the version and every
@@ -46,9 +45,14 @@ if TYPE_CHECKING:   # gunicorn ships no types: these name what it passes
 
 DEFAULT_HOST = '127.0.0.1'
 DEFAULT_PORT = 8778
-# Enough that a worker keeps serving while many clients dawdle over their
-# requests (a thread each); idle keep-alive connections take none.
-DEFAULT_THREADS = 32
+# Threads only run the application (requests are read whole first): a few
+# overlap database round trips; 32 cost ~1.5x the CPU per request and 2x
+# per provider created in GIL contention (docs/bench/serving.md).
+DEFAULT_THREADS = 4
+# What Apache in front of upstream's placement accepts (LimitRequestLine).
+DEFAULT_LIMIT_REQUEST_LINE = 8190
+MAX_LIMIT_REQUEST_LINE = 65535          # uwsgi's largest buffer-size
+DEFAULT_LIMIT_REQUEST_BODY = 16 << 20   # the largest real request is ~1 MB
 
 
 class GunicornLog(glogging.Logger):
@@ -73,11 +77,26 @@ def _parser() -> cmd.ArgumentParser:
     parser.add_argument('--workers', type=int, default=1,
                         help='worker processes (default %(default)s)')
     parser.add_argument('--threads', type=int, default=DEFAULT_THREADS,
-                        help='connections each worker serves at once '
+                        help='requests each worker runs at once '
                              '(default %(default)s)')
     parser.add_argument('--timeout', type=int, default=120,
                         help='seconds a request may take before its worker '
                              'is restarted (default %(default)s)')
+    parser.add_argument('--limit-request-line', type=int,
+                        default=DEFAULT_LIMIT_REQUEST_LINE,
+                        help='longest request line in bytes, up to %d; longer is 414 '
+                             '(default %%(default)s)' % MAX_LIMIT_REQUEST_LINE)
+    parser.add_argument('--limit-request-body', type=int,
+                        default=DEFAULT_LIMIT_REQUEST_BODY,
+                        help='largest request body in bytes; larger is 413 '
+                             '(default %(default)s)')
+    parser.add_argument('--header-timeout', type=float, default=20,
+                        help='seconds a request\'s head may take to arrive; then 408 '
+                             '(default %(default)s)')
+    parser.add_argument('--body-timeout', type=float, default=60,
+                        help='seconds a request\'s body may take to arrive after its '
+                             'head, and its answer to be taken; then 408 '
+                             '(default %(default)s)')
     parser.add_argument('--auth-strategy', choices=('keystone', 'noauth2'),
                         help='override [api] auth_strategy')
     parser.add_argument('--sync-db', action='store_true',
@@ -161,6 +180,14 @@ def _main(argv: list[str]) -> int:
         raise cmd.CommandError('placement-server: --workers must be at least 1')
     if args.threads < 1:
         raise cmd.CommandError('placement-server: --threads must be at least 1')
+    if not 1 <= args.limit_request_line <= MAX_LIMIT_REQUEST_LINE:
+        raise cmd.CommandError('placement-server: --limit-request-line must be 1-%d'
+                               % MAX_LIMIT_REQUEST_LINE)
+    if args.limit_request_body < 0:
+        raise cmd.CommandError('placement-server: --limit-request-body must not be negative')
+    if not (args.header_timeout > 0 and args.body_timeout > 0):
+        raise cmd.CommandError('placement-server: --header-timeout and --body-timeout '
+                               'must be positive')
     # Set before prometheus_client is first imported, in the master, so that
     # every worker writes its numbers where one scrape can sum them.
     metrics_dir = None
@@ -183,6 +210,22 @@ def _main(argv: list[str]) -> int:
         # owns the directory.
         if metrics_dir and os.getpid() == master:
             shutil.rmtree(metrics_dir, ignore_errors=True)
+
+
+def _set_limits(args: argparse.Namespace) -> None:
+    """The workers' read limits and timeouts, before they fork."""
+    from gunicorn.config import Config
+
+    from placement_server.cmd import gunicorn_worker
+    from placement_server.cmd import request_framing
+    defaults = Config()
+    gunicorn_worker.Serving.limits = request_framing.Limits(
+        request_line=args.limit_request_line,
+        head=args.limit_request_line + 4
+        + defaults.limit_request_fields * (defaults.limit_request_field_size + 2),
+        body=args.limit_request_body)
+    gunicorn_worker.Serving.header_timeout = args.header_timeout
+    gunicorn_worker.Serving.body_timeout = args.body_timeout
 
 
 def _serve(args: argparse.Namespace, conf: cfg.ConfigOpts) -> int:
@@ -217,6 +260,7 @@ def _serve(args: argparse.Namespace, conf: cfg.ConfigOpts) -> int:
             from placement_server.capacity import metrics as capacity_metrics
             capacity_metrics.forget_after_fork()
 
+    _set_limits(args)
     options: dict[str, object] = {
         'bind': '[%s]:%d' % (args.host, args.port) if ':' in args.host
                 else '%s:%d' % (args.host, args.port),
@@ -224,6 +268,9 @@ def _serve(args: argparse.Namespace, conf: cfg.ConfigOpts) -> int:
         'worker_class': 'placement_server.cmd.gunicorn_worker.Worker',
         'threads': args.threads,
         'timeout': args.timeout,
+        # The worker reads requests and judges the line itself (gunicorn's
+        # own limit stops at 8190 bytes): gunicorn's parser must not refuse.
+        'limit_request_line': 0,
         'graceful_timeout': 10,
         'proc_name': 'placement-server',
         # One log line per request comes from placement_server.middleware.

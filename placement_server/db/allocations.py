@@ -25,6 +25,7 @@ from placement_server import retry
 from placement_server.db import api
 from placement_server.db import changes
 from placement_server.db import consumers
+from placement_server.db import inventories
 from placement_server.db import providers
 from placement_server.db import tables
 
@@ -211,7 +212,7 @@ def _check_capacity(conn: sa.Connection, claims: Sequence[tuple[str, str, int]],
                 "constraints." % (rc, uuid))
         wanted[key] += used
         amount = wanted[key]
-        capacity = (inv['total'] - inv['reserved']) * inv['allocation_ratio']
+        capacity = inventories.capacity(inv)
         if (inv['used'] or 0) + amount > capacity and amount > freed.get(key, 0):
             raise errors.Conflict(
                 "Unable to allocate inventory: Unable to create allocation for '%s' on "

@@ -11,6 +11,7 @@ and allocations together in one transaction.
 from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
+import math
 from typing import Any
 
 import sqlalchemy as sa
@@ -35,9 +36,16 @@ FIELDS = ('total', 'reserved', 'min_unit', 'max_unit', 'step_size',
 Inventory = Mapping[Any, Any]
 
 
+def usable_ratio(ratio: float) -> float:
+    """A stored allocation ratio as capacity counts it: NaN or an infinity
+    (the API refuses them; SQL or another service may store them) offers
+    nothing."""
+    return ratio if math.isfinite(ratio) else 0.0
+
+
 def capacity(inv: Inventory) -> float:
     """What may be allocated: (total - reserved) * allocation_ratio."""
-    return float((inv['total'] - inv['reserved']) * inv['allocation_ratio'])
+    return float((inv['total'] - inv['reserved']) * usable_ratio(inv['allocation_ratio']))
 
 
 def check_capacity(provider_uuid: str, inventories: Mapping[str, Inventory],

@@ -87,21 +87,24 @@ def test_the_worker_is_free_once_the_response_is_sent(placement_servers, tmp_pat
         assert lingering.recv(1) == b''     # and the first one was closed
 
 
-def test_a_body_left_unread_is_drained_not_reset(placement_servers, tmp_path):
-    # Refused before its body was read, a request's body may still be on
-    # its way: the worker takes gunicorn's way and drains it. Closed at
-    # once instead, the connection would be reset as the body arrives (and
-    # a client slower than this one could lose the answer with it).
+def test_a_body_sent_slowly_is_answered_on_a_kept_alive_connection(placement_servers,
+                                                                   tmp_path):
+    # The worker reads a request whole, its body dribbling in, before the
+    # application refuses it; the body is not left on the socket to be
+    # taken for the next request, nor the connection reset.
     server, = placement_servers(_sqlite(tmp_path), workers=1)
     with socket.create_connection(('127.0.0.1', server.port), timeout=10) as sock:
         sock.sendall(b'PUT /nowhere HTTP/1.1\r\nHost: x\r\nX-Auth-Token: admin\r\n'
                      b'Content-Type: application/json\r\nContent-Length: 4\r\n\r\n')
+        for part in (b'{', b'}', b'  '):
+            time.sleep(0.2)
+            sock.sendall(part)
         head, body = _read_response(sock)
         assert head.startswith(b'HTTP/1.1 404')
         assert json.loads(body)['errors'][0]['status'] == 404
-        for part in (b'{', b'}', b'  '):    # a reset would fail the later sends
-            time.sleep(0.2)
-            sock.sendall(part)
+        sock.sendall(b'GET / HTTP/1.1\r\nHost: x\r\n\r\n')
+        head, body = _read_response(sock)
+        assert head.startswith(b'HTTP/1.1 200') and b'max_version' in body
 
 
 def test_one_log_line_per_request_with_the_global_request_id(placement_servers, tmp_path):
@@ -161,6 +164,9 @@ def test_healthcheck_needs_no_token(placement_servers, tmp_path):
 
 @pytest.mark.parametrize('args, message, code', [
     (['--port', '0'], '--port must be 1-65535', 1),
+    (['--limit-request-line', '70000'], '--limit-request-line must be 1-65535', 1),
+    (['--limit-request-body', '-1'], '--limit-request-body must not be negative', 1),
+    (['--header-timeout', '0'], '--header-timeout and --body-timeout must be positive', 1),
     # usage errors: argparse's exit status, as every placement-* command
     (['--workers', 'many'], "argument --workers: invalid int value: 'many'", 2),
     (['--auth-strategy', 'magic'], 'argument --auth-strategy: invalid choice', 2),

@@ -116,6 +116,22 @@ def test_gunicorns_worker_hook_and_errors_are_still_there():
     for cls in gunicorn_worker._NOT_400:
         assert issubclass(cls, Exception)
     assert issubclass(http_errors.InvalidHeader, http_errors.ParseException)
+    # The worker reads requests in the event loop: the gthread methods it
+    # takes over or calls, and what it hands a thread through.
+    for name, params in [('accept', ['self', 'listener']),
+                         ('on_client_socket_readable', ['self', 'conn', 'client']),
+                         ('murder_pending', ['self']), ('enqueue_req', ['self', 'conn']),
+                         ('handle', ['self', 'conn']),
+                         ('handle_request', ['self', 'req', 'conn']),
+                         ('finish_request', ['self', 'conn', 'fs'])]:
+        assert _names(getattr(gthread.ThreadWorker, name)) == params, name
+        if name in vars(gunicorn_worker.Worker):
+            assert _names(getattr(gunicorn_worker.Worker, name)) == params, name
+    assert _names(gthread.TConn) == ['cfg', 'sock', 'client', 'server']
+    assert _names(gthread.TConn.init) == ['self']
+    from gunicorn.http import unreader
+    assert _names(unreader.Unreader.unread) == ['self', 'data']
+    assert _names(unreader.Unreader.take_buffered) == ['self']
 
 
 def test_requests_transport_hook_and_a_body_read_from_raw():
