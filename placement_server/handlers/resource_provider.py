@@ -61,12 +61,13 @@ def create_resource_provider(req: util.Request) -> webob.Response:
     req.context.can('placement:resource_providers:create')
     data = util.extract_json(
         req, schema.POST_1_14 if req.version >= (1, 14) else schema.POST_1_0)
+    # The new provider's uuid in canonical form, its parent's as spelt
+    # (found as the database compares it), as upstream.
     uuid = util.normalize_uuid(data['uuid']) if 'uuid' in data else str(uuidlib.uuid4())
     parent = data.get('parent_provider_uuid')
     with errors.worded(db.Refused, 'Unable to create resource provider "%s", %s: '
                        % (data['name'], uuid)):
-        row = _create(req.db, uuid, data['name'],
-                      util.normalize_uuid(parent) if parent else None)
+        row = _create(req.db, uuid, data['name'], parent or None)
     location = util.url(req, '/resource_providers/%s' % uuid)
     if req.version >= (1, 20):
         # 1.20 answers 200 (not 201) with the provider.
@@ -100,9 +101,7 @@ def get_resource_provider(req: util.Request, uuid: str) -> webob.Response:
 def _update(database: api.Database, uuid: str, data: dict[str, Any],
             allow_reparent: bool) -> Any:
     with database.writer() as conn:
-        parent = data.get('parent_provider_uuid', db.UNSET)
-        if parent not in (None, db.UNSET):
-            parent = util.normalize_uuid(parent)
+        parent = data.get('parent_provider_uuid', db.UNSET)   # as spelt, as upstream
         db.update(conn, uuid, data['name'], parent, allow_reparent)
         return db.get_view(conn, uuid)
 
