@@ -42,6 +42,14 @@ def renderer(req: util.Request) -> Callable[[Sequence[Any]], dict[str, Any]]:
     return render
 
 
+def _as_spelt(body: dict[str, Any], parent: Any) -> dict[str, Any]:
+    """A write's answer names the parent as the body spelt it, as
+    upstream's does (on MariaDB another spelling finds it)."""
+    if isinstance(parent, str) and 'parent_provider_uuid' in body:
+        body['parent_provider_uuid'] = parent
+    return body
+
+
 def _modified(row: Any) -> datetime.datetime:
     modified: datetime.datetime = row.updated_at or row.created_at
     return modified
@@ -71,7 +79,7 @@ def create_resource_provider(req: util.Request) -> webob.Response:
     location = util.url(req, '/resource_providers/%s' % uuid)
     if req.version >= (1, 20):
         # 1.20 answers 200 (not 201) with the provider.
-        return util.json_response(req, renderer(req)(row),
+        return util.json_response(req, _as_spelt(renderer(req)(row), parent),
                                   modified=_modified(row),
                                   headers={'Location': location})
     resp = util.no_content(201)
@@ -118,7 +126,8 @@ def update_resource_provider(req: util.Request, uuid: str) -> webob.Response:
         raise
     with errors.worded(db.Refused, 'Unable to save resource provider %s: ' % uuid):
         row = _update(req.db, uuid, data, req.version >= (1, 37))
-    return util.json_response(req, renderer(req)(row), modified=_modified(row))
+    return util.json_response(req, _as_spelt(renderer(req)(row), data.get('parent_provider_uuid')),
+                              modified=_modified(row))
 
 
 def _delete(database: api.Database, uuid: str) -> None:
