@@ -200,8 +200,9 @@ def _check_capacity(conn: sa.Connection, claims: Sequence[tuple[str, str, int]],
     # of its class on its provider so far: the first failure is named, as
     # upstream names it (the last claim of a pair sees their whole amount).
     wanted: collections.Counter[tuple[int, int]] = collections.Counter()
-    for uuid, rc, used in claims:
-        key = (provider_rows[uuid]['id'], class_ids[rc])
+    for given, rc, used in claims:
+        key = (provider_rows[given]['id'], class_ids[rc])
+        uuid = provider_rows[given]['uuid']   # named as stored, as upstream
         inv = inventory.get(key)
         if inv is None:
             raise errors.Conflict("Unable to allocate inventory: Inventory for '%s' "
@@ -232,7 +233,7 @@ def _check_some_inventory(claims: Sequence[tuple[str, str, int]],
     clients see in the text. Upstream's id of a standard class is its index
     in os-resource-classes; a custom class's is the database's (10000 and
     up in a database upstream made)."""
-    missing = [uuid for uuid in dict.fromkeys(uuid for uuid, _, _ in claims)
+    missing = [provider_rows[uuid]['uuid'] for uuid in dict.fromkeys(uuid for uuid, _, _ in claims)
                if provider_rows[uuid]['id'] not in with_inventory]
     if missing:
         upstream_ids = {rc: _STANDARD_INDEX.get(rc, class_ids[rc]) for _, rc, _ in claims}

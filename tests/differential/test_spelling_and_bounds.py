@@ -204,6 +204,31 @@ def test_a_provider_is_never_its_own_parent(pair):
         'parent_provider_uuid'] is None
 
 
+def test_errors_name_a_provider_found_by_another_spelling_as_upstream(pair):
+    """On MariaDB: a claim's and an inventory's conflicts name the
+    provider as stored, the reshaper's stale generation as spelt."""
+    no_inventory, in_use, stale = answers(pair, [
+        Call('PUT', '/allocations/' + C, '1.28', dict(
+            OWNER, consumer_generation='$cgen:' + C,
+            allocations={UPPER: {'resources': {'DISK_GB': 1}}})),
+        Call('PUT', '/resource_providers/%s/inventories' % UPPER, '1.20', {
+            'resource_provider_generation': '$gen:' + RP,
+            'inventories': {'MEMORY_MB': {'total': 2048}}}),
+        Call('POST', '/reshaper', '1.30', {'allocations': {}, 'inventories': {
+            UPPER: {'resource_provider_generation': 99, 'inventories': INVENTORY}}})])
+    if folds(pair):
+        assert detail(no_inventory) == CONFLICT % (
+            "Unable to allocate inventory: Inventory for 'DISK_GB' on resource provider "
+            "'%s' invalid." % RP)
+        assert detail(in_use) == CONFLICT % (
+            "update conflict: Inventory for 'VCPU' on resource provider '%s' in use." % RP)
+        assert detail(stale) == CONFLICT % (
+            'resource provider generation conflict for provider %s: actual: 3, given: 99'
+            % UPPER)
+    else:
+        assert [no_inventory[0], in_use[0], stale[0]] == [400, 404, 400]
+
+
 def test_mappings_hold_uuids_under_group_names(pair):
     def claim(mappings):
         return Call('PUT', '/allocations/' + C, '1.34', dict(
@@ -214,33 +239,42 @@ def test_mappings_hold_uuids_under_group_names(pair):
     assert other_key == (204, None)
 
 
-@pytest.mark.parametrize('amount', [INT32, INT64 - 1, INT64, 2 ** 64])
-def test_amounts_past_the_database_integers_meet_the_claims_checks(pair, amount):
-    put, stale, no_inventory, post, old_form, reshaped = answers(pair, [
-        Call('PUT', '/allocations/' + C, '1.28', dict(
-            OWNER, consumer_generation=1, allocations={RP: {'resources': {'VCPU': amount}}})),
-        Call('PUT', '/allocations/' + C, '1.28', dict(
-            OWNER, consumer_generation=2, allocations={RP: {'resources': {'VCPU': amount}}})),
-        Call('PUT', '/allocations/' + C, '1.28', dict(
-            OWNER, consumer_generation=1,
-            allocations={RP: {'resources': {'DISK_GB': amount}}})),
-        Call('POST', '/allocations', '1.28', {C: dict(
-            OWNER, consumer_generation=1, allocations={RP: {'resources': {'VCPU': amount}}})}),
-        Call('PUT', '/allocations/' + C, '1.11', dict(OWNER, allocations=[
-            {'resource_provider': {'uuid': RP}, 'resources': {'VCPU': amount}}])),
-        Call('POST', '/reshaper', '1.30', {
-            'inventories': {RP: {'resource_provider_generation': 3, 'inventories': INVENTORY}},
-            'allocations': {C: dict(OWNER, consumer_generation=1,
-                                    allocations={RP: {'resources': {'VCPU': amount}}})}})])
+def test_amounts_past_the_database_integers_meet_the_claims_checks(pair):
+    def calls(amount):
+        return [
+            Call('PUT', '/allocations/' + C, '1.28', dict(
+                OWNER, consumer_generation=1,
+                allocations={RP: {'resources': {'VCPU': amount}}})),
+            Call('PUT', '/allocations/' + C, '1.28', dict(
+                OWNER, consumer_generation=2,
+                allocations={RP: {'resources': {'VCPU': amount}}})),
+            Call('PUT', '/allocations/' + C, '1.28', dict(
+                OWNER, consumer_generation=1,
+                allocations={RP: {'resources': {'DISK_GB': amount}}})),
+            Call('POST', '/allocations', '1.28', {C: dict(
+                OWNER, consumer_generation=1,
+                allocations={RP: {'resources': {'VCPU': amount}}})}),
+            Call('PUT', '/allocations/' + C, '1.11', dict(OWNER, allocations=[
+                {'resource_provider': {'uuid': RP}, 'resources': {'VCPU': amount}}])),
+            Call('POST', '/reshaper', '1.30', {
+                'inventories': {RP: {'resource_provider_generation': 3,
+                                     'inventories': INVENTORY}},
+                'allocations': {C: dict(OWNER, consumer_generation=1,
+                                        allocations={RP: {'resources': {'VCPU': amount}}})}})]
+    amounts = [INT32, INT64 - 1, INT64, 2 ** 64]
+    # (each call fails: nothing moves, so one replay takes them all)
+    got = answers(pair, [call for amount in amounts for call in calls(amount)])
     constraints = CONFLICT % (
         "Unable to allocate inventory: Unable to create allocation for 'VCPU' on resource "
         "provider '%s'. The requested amount would violate inventory constraints." % RP)
-    for answer in (put, post, old_form, reshaped):
-        assert answer[0] == 409 and detail(answer) == constraints
-    assert detail(stale) == CONFLICT % 'consumer generation conflict - expected 1 but got 2'
-    assert detail(no_inventory) == CONFLICT % (
-        "Unable to allocate inventory: Inventory for 'DISK_GB' on resource provider '%s' "
-        "invalid." % RP)
+    for n in range(len(amounts)):
+        put, stale, no_inventory, post, old_form, reshaped = got[6 * n:6 * n + 6]
+        for answer in (put, post, old_form, reshaped):
+            assert answer[0] == 409 and detail(answer) == constraints
+        assert detail(stale) == CONFLICT % 'consumer generation conflict - expected 1 but got 2'
+        assert detail(no_inventory) == CONFLICT % (
+            "Unable to allocate inventory: Inventory for 'DISK_GB' on resource provider '%s' "
+            "invalid." % RP)
 
 
 @pytest.mark.parametrize('generation', [INT32, INT64, 2 ** 64, -INT64 - 1])
