@@ -47,7 +47,7 @@ def put_aggregates(req: util.Request, uuid: str) -> webob.Response:
         raise
     # Stored as spelt, as upstream: member_of finds them by that spelling.
     # A spelling longer than the column (braces, "urn:uuid:"; upstream's
-    # database refuses it, a 500) is stored in canonical form.
+    # PostgreSQL refuses it, a 500) is stored in canonical form.
     aggregates = [a if len(a) <= tables.UUID_LENGTH else util.normalize_uuid(a) for a in aggregates]
     with req.db.writer() as conn:
         generation = db.set_for_provider(conn, uuid, aggregates, generation)
