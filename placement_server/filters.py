@@ -108,7 +108,7 @@ def in_every_aggregate(view: ResourceView, member_of: Sequence[set[str]]) -> set
 
 
 def root_of_uuid(view: ResourceView, uuid: str) -> int | None:
-    rp = view.by_uuid.get(uuid)
+    rp = view.provider_of(uuid)
     return None if rp is None else view.rows[rp].root
 
 

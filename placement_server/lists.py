@@ -20,7 +20,6 @@ import webob.multidict
 from placement_server import filters
 from placement_server import microversion
 from placement_server import query
-from placement_server import util
 from placement_server import view as view_mod
 
 # A provider's links: (from version, rel, suffix of its URL).
@@ -61,11 +60,11 @@ def parse(params: webob.multidict.MultiDict, version: microversion.Version
     if 'name' in params:
         request.name = last('name') or None   # an empty name filters nothing, as upstream
     if 'uuid' in params:
-        request.uuid = util.normalize_uuid(last('uuid'))
+        request.uuid = last('uuid')
     if 'resources' in params:
         group.resources = query.parse_resources(last('resources'))
     if 'in_tree' in params:
-        group.in_tree = util.normalize_uuid(last('in_tree'))
+        group.in_tree = last('in_tree')
     return request
 
 
@@ -127,7 +126,8 @@ def _selected(view: view_mod.ResourceView, request: ListRequest) -> list[int]:
              else view.rows)
     found = sorted(among if meets is None else filter(meets, among))
     if request.uuid is not None:
-        found = [rp for rp in found if view.rows[rp].uuid == request.uuid]
+        wanted = view.provider_of(request.uuid)
+        found = [rp for rp in found if rp == wanted]
     if request.name is not None:
         found = [rp for rp in found if view.details[rp][0] == request.name]
     return found

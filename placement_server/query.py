@@ -101,16 +101,18 @@ def parse_member_of_value(value: str) -> tuple[set[str], set[str]]:
             raise errors.BadRequest(
                 _BAD + "Expected 'member_of' parameter to contain valid UUID(s). "
                 "Got: %s" % agg)
-    return ({util.normalize_uuid(a) for a in required},
-            {util.normalize_uuid(a) for a in forbidden})
+    # As given: upstream finds an aggregate only by the spelling it stored
+    # (on every engine).
+    return required, forbidden
 
 
 def parse_in_tree(value: str) -> str:
-    """An ``in_tree`` value -> the provider uuid, normalized."""
+    """An ``in_tree`` value -> the provider uuid, as given (found as the
+    database compares it: ``ResourceView.provider_of``)."""
     if not util.is_uuid(value.strip()):
         raise errors.BadRequest(
             _BAD + "Expected 'in_tree' parameter to be a format of uuid. Got: %s" % value)
-    return util.normalize_uuid(value.strip())
+    return value.strip()
 
 
 def parse_member_of(values: list[str], version: microversion.Version,

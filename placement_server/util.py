@@ -192,10 +192,10 @@ def extract_json(req: Request, schema: Schema) -> Any:
     return data
 
 
-_VALIDATORS: dict[int, tuple[Schema, Any, Callable[[Any], Any]]] = {}
+_VALIDATORS: dict[tuple[int, bool], tuple[Schema, Any, Callable[[Any], Any]]] = {}
 
 
-def _check(data: Any, schema: Schema) -> Any:
+def _check(data: Any, schema: Schema, query: bool = False) -> Any:
     """The best-matching schema error for ``data``, or None.
 
     jsonschema judges and words every error, as upstream's does. Most
@@ -204,15 +204,16 @@ def _check(data: Any, schema: Schema) -> Any:
     jsonschema's walk cost more than its SQL); a body it refuses goes to
     jsonschema, whose verdict stands. Both are built once per schema
     object (``jsonschema.validate`` also re-checks the schema itself on
-    every call, ~4 ms).
+    every call, ~4 ms). ``query``: a query string's formats (``QUERY_FORMATS``).
     """
-    cached = _VALIDATORS.get(id(schema))
+    cached = _VALIDATORS.get((id(schema), query))
     if cached is None or cached[0] is not schema:
         validator = jsonschema.validators.validator_for(schema)(
-            schema, format_checker=FORMAT_CHECKER)
+            schema, format_checker=QUERY_FORMAT_CHECKER if query else FORMAT_CHECKER)
         # use_default=False: it must not fill in the schema's defaults.
-        fast = fastjsonschema.compile(schema, formats=_FORMATS, use_default=False)
-        cached = _VALIDATORS[id(schema)] = (schema, validator, fast)
+        fast = fastjsonschema.compile(schema, formats=_QUERY_FORMATS if query else _FORMATS,
+                                      use_default=False)
+        cached = _VALIDATORS[(id(schema), query)] = (schema, validator, fast)
     try:
         cached[2](data)
         return None
@@ -258,12 +259,14 @@ def query_params(req: Request, schema: Schema) -> dict[str, str]:
         params = {k: req.GET.getall(k)[-1] for k in req.GET}
     except UnicodeDecodeError:
         raise errors.BadRequest('Invalid query string parameters: not UTF-8')
-    error = _check(params, schema)
+    error = _check(params, schema, query=True)
     if error is not None:
         raise errors.BadRequest('Invalid query string parameters: %s' % _describe(error))
     return params
 
 
+# Formats as upstream judges them. In bodies its own check: any uuid
+# uuid.UUID reads (any case, dashes or not, braces, "urn:uuid:").
 FORMAT_CHECKER = jsonschema.FormatChecker()
 
 
@@ -273,13 +276,26 @@ def _uuid_format(value: object) -> bool:
 
 FORMAT_CHECKER.checks('uuid')(_uuid_format)
 
+# In query strings jsonschema's own checker: a uuid with its four dashes
+# (``?uuid=`` and ``?in_tree=`` of provider lists refuse one without).
+QUERY_FORMAT_CHECKER = jsonschema.FormatChecker()
+
+
+def _dashed_uuid_format(value: object) -> bool:
+    conforms: bool = QUERY_FORMAT_CHECKER.conforms(value, 'uuid')
+    return conforms
+
 
 # The formats placement's schemas use, for fastjsonschema (strings only).
 _FORMATS = {'uuid': _uuid_format}
+_QUERY_FORMATS = {'uuid': _dashed_uuid_format}
 
 
 def is_uuid(value: str) -> bool:
-    # Placement accepts uuids with or without dashes, any case.
+    """Whether a uuid is well formed, as upstream judges path, body and
+    most query uuids (oslo's ``is_uuid_like``: any spelling uuid.UUID reads).
+    Upstream then compares the string as given with what it stored, so
+    callers keep it as given (``normalize_uuid`` only where upstream does)."""
     try:
         uuidlib.UUID(value)
     except ValueError:
@@ -288,5 +304,6 @@ def is_uuid(value: str) -> bool:
 
 
 def normalize_uuid(value: str) -> str:
-    """The canonical dashed lowercase form of a uuid accepted by the API."""
+    """The canonical dashed lowercase form: what upstream stores for a new
+    provider's uuid and a consumer's uuid in PUT /allocations/{uuid}."""
     return str(uuidlib.UUID(value))

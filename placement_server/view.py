@@ -31,6 +31,7 @@ import weakref
 import os_traits
 import sqlalchemy as sa
 
+from placement_server.db import api
 from placement_server.db import changes
 from placement_server.db import inventories
 from placement_server.db import tables
@@ -187,7 +188,10 @@ class ResourceView:
     # Refreshes whose changed trees are remembered (``trees_changed_since``)
     HISTORY = 256
 
-    def __init__(self) -> None:
+    def __init__(self, folds_case: bool = False) -> None:
+        # Whether uuids are compared ignoring case, as the database does
+        # (``db.api.folds_case``); stored ones are lower case.
+        self.folds_case = folds_case
         self.lock = threading.Lock()
         self.position: changes.Position | None = None
         # Counts the refreshes that changed something; with the roots of
@@ -201,6 +205,11 @@ class ResourceView:
         # Whole answers kept while nothing changes (``kept``).
         self._kept: dict[Any, tuple[int, Any, int]] = {}
         self._clear()
+
+    def provider_of(self, uuid: str) -> int | None:
+        """The provider a client's ``uuid`` names, as the database would
+        find it (an upper-case uuid only on MariaDB), or None."""
+        return self.by_uuid.get(uuid.lower() if self.folds_case else uuid)
 
     def _clear(self) -> None:
         self.rows: dict[int, Row] = {}
@@ -420,5 +429,5 @@ def of(conn: sa.Connection) -> ResourceView:
     view = _VIEWS.get(conn.engine)
     if view is None:
         with _VIEWS_LOCK:
-            view = _VIEWS.setdefault(conn.engine, ResourceView())
+            view = _VIEWS.setdefault(conn.engine, ResourceView(api.folds_case(conn)))
     return view

@@ -85,7 +85,7 @@ def emptied_early(view: ResourceView, request: CandidateRequest,
             if emptied(judged, group.member_of):
                 return True
             raise
-        if group.in_tree and group.in_tree not in view.by_uuid:
+        if group.in_tree and view.provider_of(group.in_tree) is None:
             return True
         judged.append(group)
     return False

@@ -100,17 +100,18 @@ _CAPACITY = _capacity_statement()
 
 
 def _lock_providers(conn: sa.Connection, uuids: Collection[str]) -> dict[str, tables.RowMap]:
-    """{uuid: row} of the providers, locked in id order; 400 naming the
-    first missing one in ``uuids``' order (the body's, as upstream)."""
+    """{uuid as given: row} of the providers, locked in id order; 400
+    naming the first missing one in ``uuids``' order (the body's, as
+    upstream). Found as the database compares uuids (``api.uuid_key``)."""
     if not uuids:
         return {}
     rows = conn.execute(_LOCK_PROVIDERS, {'uuids': sorted(uuids)}).mappings().all()
-    found: dict[str, tables.RowMap] = {r['uuid']: r for r in rows}
+    found: dict[str, tables.RowMap] = {api.uuid_key(conn, r['uuid']): r for r in rows}
     for uuid in uuids:
-        if uuid not in found:
+        if api.uuid_key(conn, uuid) not in found:
             raise errors.BadRequest("Allocation for resource provider '%s' that "
                                     "does not exist." % uuid)
-    return found
+    return {uuid: found[api.uuid_key(conn, uuid)] for uuid in uuids}
 
 
 def _check_generation(request: ConsumerAllocations, consumer: Mapping[str, Any] | None) -> None:
@@ -120,9 +121,10 @@ def _check_generation(request: ConsumerAllocations, consumer: Mapping[str, Any] 
         return
     have = consumer['generation'] if consumer else None
     if want != have:
+        # upstream's words: a null given to an existing consumer is "None"
         raise providers.ConcurrentUpdate(
             'consumer generation conflict - expected %s but got %s'
-            % ('null' if have is None else have, 'null' if want is None else want))
+            % ('null' if have is None else have, want))
 
 
 def _ensure_consumer(conn: sa.Connection, request: ConsumerAllocations,
@@ -198,8 +200,9 @@ def _check_capacity(conn: sa.Connection, claims: Sequence[tuple[str, str, int]],
     # of its class on its provider so far: the first failure is named, as
     # upstream names it (the last claim of a pair sees their whole amount).
     wanted: collections.Counter[tuple[int, int]] = collections.Counter()
-    for uuid, rc, used in claims:
-        key = (provider_rows[uuid]['id'], class_ids[rc])
+    for given, rc, used in claims:
+        key = (provider_rows[given]['id'], class_ids[rc])
+        uuid = provider_rows[given]['uuid']   # named as stored, as upstream
         inv = inventory.get(key)
         if inv is None:
             raise errors.Conflict("Unable to allocate inventory: Inventory for '%s' "
@@ -228,7 +231,7 @@ def _check_some_inventory(claims: Sequence[tuple[str, str, int]],
     The classes come in the order upstream's set of their ids gives them
     (CPython's, for the same ids added in the same order: fixed), which
     clients see in the text; ours are upstream's (db/resource_classes.py)."""
-    missing = [uuid for uuid in dict.fromkeys(uuid for uuid, _, _ in claims)
+    missing = [provider_rows[uuid]['uuid'] for uuid in dict.fromkeys(uuid for uuid, _, _ in claims)
                if provider_rows[uuid]['id'] not in with_inventory]
     if missing:
         names = {class_ids[rc]: rc for _, rc, _ in claims}
@@ -253,9 +256,12 @@ def write(conn: sa.Connection, requests: Sequence[ConsumerAllocations]) -> None:
     uuids = [r.consumer_uuid for r in requests]
     existing = consumers.lock(conn, uuids)
     had_allocations = []
+    # {uuid as given: as stored}: allocations name the consumer's row
+    stored: dict[str, str] = {}
     for request in requests:
         consumer, created = _ensure_consumer(
             conn, request, existing.get(request.consumer_uuid), known)
+        stored[request.consumer_uuid] = consumer['uuid']
         if not created:
             consumers.increment_generation(conn, consumer)
             # (A consumer this write created has none: every allocation
@@ -290,13 +296,15 @@ def write(conn: sa.Connection, requests: Sequence[ConsumerAllocations]) -> None:
         now = api.utcnow()
         # Nothing reads them before the write ends: with the record.
         api.insert_later(conn, ALLOC, [
-            {'consumer_id': r.consumer_uuid, 'resource_provider_id': provider_rows[rp]['id'],
+            {'consumer_id': stored[r.consumer_uuid],
+             'resource_provider_id': provider_rows[rp]['id'],
              'resource_class_id': class_ids[rc], 'used': used, 'created_at': now}
             for r in requests for rp, res in r.allocations.items()
             for rc, used in res.items()])
     if provider_rows:
         try:
-            providers.bump_locked(conn, provider_rows.values())
+            # (once each, however many spellings named it)
+            providers.bump_locked(conn, {r['id']: r for r in provider_rows.values()}.values())
         except providers.ConcurrentUpdate as e:
             raise ProviderGenerationConflict(e.message)
     consumers.delete_if_no_allocations(conn, emptied)

@@ -217,6 +217,25 @@ def _rollback_if_open(dbapi_conn: Any, _record: Any, reset_state: Any) -> None:
     dbapi_conn.rollback()
 
 
+def folds_case(conn: sa.Connection) -> bool:
+    """Whether the database compares uuids ignoring case.
+
+    Upstream compares a uuid as the client spelt it with the one it
+    stored (lower case, dashed), so what finds a row is the database's
+    collation: on MariaDB (its tables take the server's default, which
+    ignores case; ours too) an upper-case uuid finds its provider or
+    consumer, on PostgreSQL and SQLite nothing. Ours compares in the
+    database too; where it compares in Python (dicts of rows, the
+    resource view) it uses ``uuid_key``.
+    """
+    return conn.dialect.name == 'mysql'
+
+
+def uuid_key(conn: sa.Connection, uuid: str) -> str:
+    """``uuid`` as ``conn``'s database compares it (``folds_case``)."""
+    return uuid.lower() if folds_case(conn) else uuid
+
+
 _MYSQL_IN_TRANSACTION = 1   # SERVER_STATUS_IN_TRANS in the OK packet
 _PG_IDLE = 0   # psycopg2.extensions.TRANSACTION_STATUS_IDLE
 # insert_later's INSERT text, per dialect, table and column set.

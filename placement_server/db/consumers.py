@@ -100,17 +100,26 @@ _LOCK = (sa.select(CONSUMER.c.id, CONSUMER.c.uuid, CONSUMER.c.generation,
          .with_for_update())
 
 
+def _by_given(conn: sa.Connection, uuids: Iterable[str], rows: Iterable[tables.RowMap]
+              ) -> dict[str, tables.RowMap]:
+    """{uuid as given: its row}: a row the database found by another
+    spelling (``api.uuid_key``) is found here too."""
+    found = {api.uuid_key(conn, r['uuid']): r for r in rows}
+    return {u: found[api.uuid_key(conn, u)] for u in uuids if api.uuid_key(conn, u) in found}
+
+
 def lock(conn: sa.Connection, uuids: Iterable[str]) -> dict[str, tables.RowMap]:
     """Lock the rows of those of ``uuids`` that exist (writers queue here);
-    {uuid: row (id, uuid, generation and the ids it points at)}."""
-    rows = conn.execute(_LOCK, {'uuids': list(uuids)}).mappings()
-    return {r['uuid']: r for r in rows}
+    {uuid as given: row (id, uuid, generation and the ids it points at)}."""
+    uuids = list(uuids)
+    return _by_given(conn, uuids, conn.execute(_LOCK, {'uuids': uuids}).mappings())
 
 
 def get_many(conn: sa.Connection, uuids: Iterable[str]) -> dict[str, tables.RowMap]:
-    """{uuid: row (as ``view_query``)} of those of ``uuids`` that exist."""
-    rows = conn.execute(view_query().where(CONSUMER.c.uuid.in_(list(uuids)))).mappings()
-    return {r['uuid']: r for r in rows}
+    """{uuid as given: row (as ``view_query``)} of those of ``uuids`` that exist."""
+    uuids = list(uuids)
+    return _by_given(conn, uuids, conn.execute(
+        view_query().where(CONSUMER.c.uuid.in_(uuids))).mappings())
 
 
 def get(conn: sa.Connection, uuid: str) -> tables.RowMap | None:

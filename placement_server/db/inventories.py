@@ -115,7 +115,10 @@ def _check_not_in_use(conn: sa.Connection, provider: Mapping[str, Any],
         # upstream names them in resource class id order (VCPU before DISK_GB)
         names = [n for n, i in sorted(class_ids_by_name.items(), key=lambda kv: kv[1])
                  if i in set(used)]
-        raise _in_use_error(provider['uuid'], names)
+        # named as stored, as upstream (on MariaDB the path may spell it otherwise)
+        stored = conn.execute(sa.select(tables.resource_providers.c.uuid).where(
+            tables.resource_providers.c.id == provider['id'])).scalar_one()
+        raise _in_use_error(stored, names)
 
 
 def _values(inv: Inventory) -> dict[str, Any]:

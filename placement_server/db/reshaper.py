@@ -17,11 +17,12 @@ from placement_server.db import inventories as inventories_db
 from placement_server.db import providers
 
 
-def _check_generation(row: Mapping[str, Any], generation: int) -> None:
+def _check_generation(uuid: str, row: Mapping[str, Any], generation: int) -> None:
+    """409 naming the provider as the body spelt it, as upstream."""
     if generation != row['generation']:
         raise providers.ConcurrentUpdate(
             'resource provider generation conflict for provider %s: '
-            'actual: %d, given: %d' % (row['uuid'], row['generation'], generation))
+            'actual: %d, given: %d' % (uuid, row['generation'], generation))
 
 
 def _provider(conn: sa.Connection, uuid: str, for_update: bool = True) -> Any:
@@ -52,11 +53,11 @@ def reshape(conn: sa.Connection,
     # exist (400), then have the generation given (409). Then locked in
     # uuid order (and judged again under the lock).
     for uuid, (generation, _) in inventories.items():
-        _check_generation(_provider(conn, uuid, for_update=False), generation)
+        _check_generation(uuid, _provider(conn, uuid, for_update=False), generation)
     for uuid in sorted(inventories):
         generation, wanted = inventories[uuid]
         row = _provider(conn, uuid)
-        _check_generation(row, generation)
+        _check_generation(uuid, row, generation)
         if not wanted:
             continue
         current = inventories_db.get_all(conn, row['id'])

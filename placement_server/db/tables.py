@@ -15,6 +15,9 @@ import sqlalchemy as sa
 # so that it is the Mapping[str, ...] its readers take.
 RowMap = Mapping[Any, Any]
 
+# What a uuid column holds (a dashed uuid's length)
+UUID_LENGTH = 36
+
 metadata = sa.MetaData(naming_convention={
     'ix': 'ix_%(table_name)s_%(column_0_N_name)s',
     'uq': 'uq_%(table_name)s_%(column_0_N_name)s',
@@ -43,7 +46,7 @@ traits = sa.Table(
 resource_providers = sa.Table(
     'resource_providers', metadata,
     sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column('uuid', sa.String(36), nullable=False, unique=True),
+    sa.Column('uuid', sa.String(UUID_LENGTH), nullable=False, unique=True),
     sa.Column('name', sa.String(200), nullable=False, unique=True),
     sa.Column('generation', sa.Integer, nullable=False, default=0),
     # root_provider_id is the provider's own id for a root; it is never
@@ -77,7 +80,7 @@ inventories = sa.Table(
 placement_aggregates = sa.Table(
     'placement_aggregates', metadata,
     sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column('uuid', sa.String(36), nullable=False, unique=True),
+    sa.Column('uuid', sa.String(UUID_LENGTH), nullable=False, unique=True),
     *_timestamps())
 
 resource_provider_aggregates = sa.Table(
@@ -118,7 +121,7 @@ consumer_types = sa.Table(
 consumers = sa.Table(
     'consumers', metadata,
     sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column('uuid', sa.String(36), nullable=False, unique=True),
+    sa.Column('uuid', sa.String(UUID_LENGTH), nullable=False, unique=True),
     sa.Column('project_id', sa.Integer, sa.ForeignKey('projects.id'),
               nullable=False),
     sa.Column('user_id', sa.Integer, sa.ForeignKey('users.id'),
@@ -134,7 +137,7 @@ allocations = sa.Table(
     sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
     sa.Column('resource_provider_id', sa.Integer,
               sa.ForeignKey('resource_providers.id'), nullable=False),
-    sa.Column('consumer_id', sa.String(36), nullable=False, index=True),
+    sa.Column('consumer_id', sa.String(UUID_LENGTH), nullable=False, index=True),
     sa.Column('resource_class_id', sa.Integer,
               sa.ForeignKey('resource_classes.id'), nullable=False),
     sa.Column('used', sa.Integer, nullable=False),

@@ -8,6 +8,7 @@ from placement_server import errors
 from placement_server import util
 from placement_server.db import aggregates as db
 from placement_server.db import providers
+from placement_server.db import tables
 from placement_server.schemas import aggregate as schema
 
 
@@ -44,8 +45,10 @@ def put_aggregates(req: util.Request, uuid: str) -> webob.Response:
         with req.db.reader() as conn:
             providers.get(conn, uuid)
         raise
-    # Stored in canonical form, so member_of matches whatever form is used.
-    aggregates = [util.normalize_uuid(a) for a in aggregates]
+    # Stored as spelt, as upstream: member_of finds them by that spelling.
+    # A spelling longer than the column (braces, "urn:uuid:"; upstream's
+    # PostgreSQL refuses it, a 500) is stored in canonical form.
+    aggregates = [a if len(a) <= tables.UUID_LENGTH else util.normalize_uuid(a) for a in aggregates]
     with req.db.writer() as conn:
         generation = db.set_for_provider(conn, uuid, aggregates, generation)
     # The body is what was just written, in the order given (as upstream).

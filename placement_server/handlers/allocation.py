@@ -18,6 +18,9 @@ from placement_server.schemas import allocation as schema
 
 
 def _consumer_uuid(value: str) -> str:
+    """PUT's path uuid in canonical form, as upstream stores it (a body's
+    consumer and provider uuids stay as spelt: upstream looks them up,
+    and stores consumers, so)."""
     try:
         return util.normalize_uuid(value)
     except ValueError:
@@ -25,14 +28,7 @@ def _consumer_uuid(value: str) -> str:
 
 
 def _provider_uuids(allocations: dict[str, Any]) -> dict[str, dict[str, int]]:
-    """The allocations dict with its provider uuids in canonical form."""
-    result = {}
-    for rp_uuid, entry in allocations.items():
-        try:
-            result[util.normalize_uuid(rp_uuid)] = entry['resources']
-        except ValueError:
-            raise errors.BadRequest('Malformed resource provider uuid: %s' % rp_uuid)
-    return result
+    return {rp_uuid: entry['resources'] for rp_uuid, entry in allocations.items()}
 
 
 def _request(req: util.Request, consumer_uuid: str, data: Any) -> db.ConsumerAllocations:
@@ -113,9 +109,6 @@ def set_allocations(req: util.Request) -> webob.Response:
     data = util.extract_json(req, schema.post_schema(req.version))
     requests = {}
     for consumer_uuid, part in data.items():
-        consumer_uuid = _consumer_uuid(consumer_uuid)
-        if consumer_uuid in requests:
-            raise errors.BadRequest('Consumer %s appears twice.' % consumer_uuid)
         requests[consumer_uuid] = _request(req, consumer_uuid, part)
     with errors.worded(errors.ResourceClassNotFound, 'Unable to allocate inventory '):
         db.write_or_replay(req.db, list(requests.values()))

@@ -13,18 +13,10 @@ from placement_server.schemas import inventory as inventory_schema
 from placement_server.schemas import reshaper as schema
 
 
-def _uuid(value: str, what: str) -> str:
-    try:
-        return util.normalize_uuid(value)
-    except ValueError:
-        raise errors.BadRequest('Malformed %s uuid: %s' % (what, value))
-
-
 def _inventories(data: dict[str, Any]
                  ) -> dict[str, tuple[int, dict[str, dict[str, Any]]]]:
     result = {}
     for rp_uuid, part in data.items():
-        rp_uuid = _uuid(rp_uuid, 'resource provider')
         records = {}
         for rc, record in part['inventories'].items():
             records[rc] = dict(inventory_schema.DEFAULTS, **record)
@@ -35,9 +27,8 @@ def _inventories(data: dict[str, Any]
 
 def _consumers(data: dict[str, Any]) -> list[allocations.ConsumerAllocations]:
     return [allocations.ConsumerAllocations(
-        _uuid(consumer, 'consumer'),
-        {_uuid(rp, 'resource provider'): entry['resources']
-         for rp, entry in part['allocations'].items()},
+        # uuids as spelt: upstream looks them up (and stores consumers) so
+        consumer, {rp: entry['resources'] for rp, entry in part['allocations'].items()},
         part['project_id'], part['user_id'], part['consumer_generation'],
         part.get('consumer_type'))
         for consumer, part in data.items()]

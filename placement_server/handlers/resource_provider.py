@@ -42,6 +42,14 @@ def renderer(req: util.Request) -> Callable[[Sequence[Any]], dict[str, Any]]:
     return render
 
 
+def _as_spelt(body: dict[str, Any], parent: Any) -> dict[str, Any]:
+    """A write's answer names the parent as the body spelt it, as
+    upstream's does (on MariaDB another spelling finds it)."""
+    if isinstance(parent, str) and 'parent_provider_uuid' in body:
+        body['parent_provider_uuid'] = parent
+    return body
+
+
 def _modified(row: Any) -> datetime.datetime:
     modified: datetime.datetime = row.updated_at or row.created_at
     return modified
@@ -61,16 +69,17 @@ def create_resource_provider(req: util.Request) -> webob.Response:
     req.context.can('placement:resource_providers:create')
     data = util.extract_json(
         req, schema.POST_1_14 if req.version >= (1, 14) else schema.POST_1_0)
+    # The new provider's uuid in canonical form, its parent's as spelt
+    # (found as the database compares it), as upstream.
     uuid = util.normalize_uuid(data['uuid']) if 'uuid' in data else str(uuidlib.uuid4())
     parent = data.get('parent_provider_uuid')
     with errors.worded(db.Refused, 'Unable to create resource provider "%s", %s: '
                        % (data['name'], uuid)):
-        row = _create(req.db, uuid, data['name'],
-                      util.normalize_uuid(parent) if parent else None)
+        row = _create(req.db, uuid, data['name'], parent or None)
     location = util.url(req, '/resource_providers/%s' % uuid)
     if req.version >= (1, 20):
         # 1.20 answers 200 (not 201) with the provider.
-        return util.json_response(req, renderer(req)(row),
+        return util.json_response(req, _as_spelt(renderer(req)(row), parent),
                                   modified=_modified(row),
                                   headers={'Location': location})
     resp = util.no_content(201)
@@ -100,9 +109,7 @@ def get_resource_provider(req: util.Request, uuid: str) -> webob.Response:
 def _update(database: api.Database, uuid: str, data: dict[str, Any],
             allow_reparent: bool) -> Any:
     with database.writer() as conn:
-        parent = data.get('parent_provider_uuid', db.UNSET)
-        if parent not in (None, db.UNSET):
-            parent = util.normalize_uuid(parent)
+        parent = data.get('parent_provider_uuid', db.UNSET)   # as spelt, as upstream
         db.update(conn, uuid, data['name'], parent, allow_reparent)
         return db.get_view(conn, uuid)
 
@@ -119,7 +126,8 @@ def update_resource_provider(req: util.Request, uuid: str) -> webob.Response:
         raise
     with errors.worded(db.Refused, 'Unable to save resource provider %s: ' % uuid):
         row = _update(req.db, uuid, data, req.version >= (1, 37))
-    return util.json_response(req, renderer(req)(row), modified=_modified(row))
+    return util.json_response(req, _as_spelt(renderer(req)(row), data.get('parent_provider_uuid')),
+                              modified=_modified(row))
 
 
 def _delete(database: api.Database, uuid: str) -> None:

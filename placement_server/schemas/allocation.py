@@ -7,7 +7,7 @@
       remove the consumer's allocations
 1.28  + consumer_generation (required, null for a new consumer); PUT may
       send empty allocations too
-1.34  + mappings (accepted, not stored)
+1.34  + mappings (uuids checked, not stored)
 1.38  + consumer_type (required)
 """
 import copy
@@ -20,12 +20,13 @@ UUID: Schema = {'type': 'string', 'format': 'uuid'}
 UUID_KEY = '^[0-9a-fA-F-]{36}$'
 _ID: Schema = {'type': 'string', 'minLength': 1, 'maxLength': 255}
 
+# Amounts have no maximum, as upstream's: one past the database's integers
+# fails the claim's max_unit check (409) first, as upstream's does.
 RESOURCES: Schema = {
     'type': 'object',
     'minProperties': 1,
     'patternProperties': {
-        inventory.RESOURCE_CLASS['pattern']: {
-            'type': 'integer', 'minimum': 1, 'maximum': inventory.MAX_INT},
+        inventory.RESOURCE_CLASS['pattern']: {'type': 'integer', 'minimum': 1},
     },
     'additionalProperties': False,
 }
@@ -97,12 +98,11 @@ PUT_1_34['properties']['mappings'] = {
     'type': 'object',
     # an empty mappings object is refused, as upstream does
     'minProperties': 1,
+    # Upstream's: its group pattern unanchored and other keys let through,
+    # so only the lists of keys holding a group name must hold uuids.
     'patternProperties': {
-        # Upstream does not check these are uuids; neither do we (not stored).
-        '^[a-zA-Z0-9_-]{0,64}$': {'type': 'array', 'minItems': 1,
-                                  'items': {'type': 'string'}},
+        '[a-zA-Z0-9_-]{1,64}': {'type': 'array', 'minItems': 1, 'items': UUID},
     },
-    'additionalProperties': False,
 }
 
 PUT_1_38: Schema = copy.deepcopy(PUT_1_34)

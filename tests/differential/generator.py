@@ -16,9 +16,17 @@ The generator keeps a rough model (which providers it created and under
 which parent) only to make most calls meaningful; it never sees answers,
 so a sequence depends on the seed alone.
 
+uuids are now and then spelt as upstream does not store them (upper case,
+or without dashes: ``spell``), of existing and unknown providers and
+consumers, wherever a call takes one; two of the aggregates are always
+spelt so (upstream stores an aggregate as spelt). Amounts and generations
+are now and then around 2^31 and 2^63 (``BIG``), past the database's
+integers.
+
 Shapes upstream gets wrong (docs/compat.md, known.py) are not generated:
-the reshaper is never sent reserved > total, and ``group_policy=isolate``
-is only sent when no two groups ask for the same class.
+the reshaper is never sent reserved > total, ``group_policy=isolate``
+is only sent when no two groups ask for the same class, and an aggregate
+is never spelt two ways (on MariaDB upstream then loses it).
 """
 import dataclasses
 import json
@@ -33,6 +41,8 @@ CUSTOM_CLASSES = ('CUSTOM_D{T}_GPU', 'CUSTOM_D{T}_FPGA')
 STANDARD_TRAITS = ('HW_CPU_X86_AVX', 'STORAGE_DISK_SSD', 'MISC_SHARES_VIA_AGGREGATE')
 CUSTOM_TRAITS = ('CUSTOM_D{T}_FAST', 'CUSTOM_D{T}_GOLD')
 CONSUMER_TYPES = ('INSTANCE', 'MIGRATION')
+# Around the database's integer bounds (32-bit columns, 64-bit parameters)
+BIG = (2 ** 31 - 1, 2 ** 31, 2 ** 63 - 1, 2 ** 63)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,7 +74,8 @@ class Generator:
             return [str(uuidlib.UUID(int=rng.getrandbits(128), version=4)) for _ in range(n)]
         self.rps = ids(6)
         self.consumers = ids(5)
-        self.aggs = ids(3)
+        upper, bare = ids(2)
+        self.aggs = ids(3) + [upper.upper(), bare.replace('-', '')]
         self.projects = ids(2)
         self.users = ids(2)
         self.missing = ids(1)[0]
@@ -78,10 +89,29 @@ class Generator:
             return '1.%d' % self.rng.randrange(0, minimum)
         return '1.%d' % self.rng.randint(minimum, maximum)
 
+    def spell(self, uuid, odds=0.06):
+        """Now and then ``uuid`` in upper case or without its dashes."""
+        roll = self.rng.random()
+        if roll < odds / 2:
+            return uuid.upper()
+        if roll < odds:
+            return uuid.replace('-', '')
+        return uuid
+
+    def big(self):
+        return self.rng.choice(BIG)
+
     def rp(self, existing=0.85):
+        """A provider's uuid (now and then spelt otherwise)."""
+        return self.spell(self.canonical_rp(existing))
+
+    def canonical_rp(self, existing=0.85):
         if self.parents and self.rng.random() < existing:
             return self.rng.choice(sorted(self.parents))
         return self.rng.choice(self.rps + [self.missing])
+
+    def consumer(self):
+        return self.spell(self.rng.choice(self.consumers))
 
     def rc(self):
         return self.rng.choice(STANDARD_CLASSES * 2 + CUSTOM_CLASSES)
@@ -94,7 +124,8 @@ class Generator:
 
     def inventory(self, reshaper=False):
         rng = self.rng
-        total = rng.randint(1, 16)
+        # (past upstream's bound, 2^31 - 1, now and then: both refuse it)
+        total = self.big() if rng.random() < 0.02 else rng.randint(1, 16)
         inv = {'total': total}
         if rng.random() < 0.4:
             inv['reserved'] = rng.randint(0, total if reshaper else total + 1)
@@ -109,11 +140,24 @@ class Generator:
         return inv
 
     def generation(self, rp):
-        return self.rng.choice([0, 1, 7]) if self.rng.random() < 0.1 else '$gen:' + rp
+        if self.rng.random() < 0.1:
+            return self.rng.choice((0, 1, 7) + BIG)
+        return '$gen:' + rp
+
+    def amount(self):
+        return self.big() if self.rng.random() < 0.03 else self.rng.randint(1, 4)
 
     def resources(self):
-        return {rc: self.rng.randint(1, 4) for rc in self.some(
+        return {rc: self.amount() for rc in self.some(
             STANDARD_CLASSES[:3] + CUSTOM_CLASSES[:1], 1, 2)}
+
+    def claim(self):
+        """A provider's part of an allocation body (1.12+): amounts now and
+        then past the database's integers; the generation upstream ignores."""
+        part = {'resources': self.resources()}
+        if self.rng.random() < 0.05:
+            part['generation'] = self.rng.choice((0, 1) + BIG)
+        return part
 
     def mangle(self, body):
         """Now and then a body a schema refuses."""
@@ -152,11 +196,11 @@ class Generator:
         v = self.version()
         rp = rng.choice([u for u in self.rps if u not in self.parents] or self.rps)
         body = {'name': 'rp-%s' % rp[:4] if rng.random() < 0.9 else 'rp-shared-name',
-                'uuid': rp}
+                'uuid': self.spell(rp)}
         parent = None
         if self.parents and rng.random() < 0.4:
             parent = rng.choice(sorted(self.parents) + [self.missing])
-            body['parent_provider_uuid'] = parent
+            body['parent_provider_uuid'] = self.spell(parent)
         if int(v[2:]) >= 14 or not parent:
             self.parents.setdefault(rp, parent)
         return Call('POST', '/resource_providers', v, body)
@@ -167,7 +211,8 @@ class Generator:
         body = {'name': 'rp-%s-%d' % (rp[:4], self.rng.randint(0, 3))}
         if int(v[2:]) >= 14 and self.rng.random() < 0.5:
             choices = [None] + sorted(set(self.parents) - {rp})
-            body['parent_provider_uuid'] = self.rng.choice(choices)
+            parent = self.rng.choice(choices)
+            body['parent_provider_uuid'] = parent and self.spell(parent)
         return Call('PUT', '/resource_providers/' + rp, v, body)
 
     def delete_provider(self):
@@ -302,23 +347,27 @@ class Generator:
             fields['user_id'] = self.rng.choice(self.users)
         if minor >= 28:
             fields['consumer_generation'] = (
-                self.rng.choice([None, 0, 3]) if self.rng.random() < 0.1
+                self.rng.choice((None, 0, 3) + BIG) if self.rng.random() < 0.1
                 else '$cgen:' + consumer)
         if minor >= 38:
             fields['consumer_type'] = self.rng.choice(CONSUMER_TYPES)
         return fields
 
+    def providers(self, low, high):
+        return [self.spell(rp) for rp in self.some(sorted(self.parents) or self.rps, low, high)]
+
     def put_allocations(self):
         consumer = self.rng.choice(self.consumers)
         v = self.version()
         minor = int(v[2:])
-        rps = self.some(sorted(self.parents) or self.rps, 0 if minor >= 28 else 1, 2)
+        rps = self.providers(0 if minor >= 28 else 1, 2)
         if minor >= 12:
-            allocs = {rp: {'resources': self.resources()} for rp in rps}
+            allocs = {rp: self.claim() for rp in rps}
         else:
-            allocs = [{'resource_provider': {'uuid': rp}, 'resources': self.resources()}
-                      for rp in rps]
-        return Call('PUT', '/allocations/' + consumer, v,
+            allocs = [{'resource_provider': {'uuid': rp},
+                       'resources': self.claim()['resources']} for rp in rps]
+        # (upstream stores the path's uuid in canonical form)
+        return Call('PUT', '/allocations/' + self.spell(consumer), v,
                     dict(self.consumer_fields(minor, consumer), allocations=allocs))
 
     def post_allocations(self):
@@ -326,15 +375,15 @@ class Generator:
         minor = int(v[2:])
         body = {}
         for consumer in self.some(self.consumers, 1, 2):
-            rps = self.some(sorted(self.parents) or self.rps, 0, 2)
+            consumer = self.spell(consumer)
+            rps = self.providers(0, 2)
             body[consumer] = dict(self.consumer_fields(max(minor, 12), consumer),
-                                  allocations={rp: {'resources': self.resources()}
-                                               for rp in rps})
+                                  allocations={rp: self.claim() for rp in rps})
         return Call('POST', '/allocations', v, body)
 
     def allocation_reads(self):
         kind = self.rng.choice(['get', 'get', 'delete', 'provider'])
-        consumer = self.rng.choice(self.consumers)
+        consumer = self.consumer()
         if kind == 'get':
             return Call('GET', '/allocations/' + consumer, self.version())
         if kind == 'delete':
@@ -392,15 +441,16 @@ class Generator:
     def reshape(self):
         v = self.version(30)
         minor = int(v[2:])
-        rps = self.some(sorted(self.parents) or self.rps, 1, 2)
+        rps = self.providers(1, 2)
         invs = {rp: {'resource_provider_generation': self.generation(rp),
                      'inventories': {rc: self.inventory(reshaper=True)
                                      for rc in self.some(STANDARD_CLASSES[:3], 1, 2)}}
                 for rp in rps}
         allocs = {}
         for consumer in self.some(self.consumers, 0, 2):
+            consumer = self.spell(consumer)
             allocs[consumer] = dict(self.consumer_fields(max(minor, 28), consumer),
-                                    allocations={rp: {'resources': self.resources()}
+                                    allocations={rp: self.claim()
                                                  for rp in self.some(rps, 1, 2)})
         return Call('POST', '/reshaper', v, {'inventories': invs, 'allocations': allocs})
 

@@ -85,10 +85,12 @@ def test_bad_aggregate_uuids_are_400(api):
     error(api.put(PATH, raw='[', version='1.1'), 400)
 
 
-def test_dashless_uuid_is_stored_canonical(api):
+def test_an_aggregate_is_stored_as_spelt(api):
+    """As upstream: member_of finds it by that spelling only."""
     make_provider(api, 'cn1', uuid=RP1)
-    resp = api.put(PATH, [AGG1.replace('-', '').upper()], version='1.1')
-    assert resp.json == {'aggregates': [AGG1]}
+    spelt = AGG1.replace('-', '').upper()
+    assert api.put(PATH, [spelt], version='1.1').json == {'aggregates': [spelt]}
+    assert api.get(PATH, version='1.1').json == {'aggregates': [spelt]}
 
 
 def test_unknown_provider_is_404(api):

@@ -200,7 +200,6 @@ def with_provider(value, rp):
      'consumer_type': 'INSTANCE'},
     body({'not-a-uuid': {'resources': {'VCPU': 1}}}),
     body({'RP': {'resources': {'VCPU': 0}}}),
-    body({'RP': {'resources': {'VCPU': 2147483648}}}),
     body({'RP': {'resources': {}}}),
     body({'RP': {'resources': {'vcpu': 1}}}),
     body({'RP': {'resources': {'VCPU': 1}, 'extra': 1}}),

@@ -62,7 +62,8 @@ def _strings(schema):
     if 'pattern' in schema:
         likely = st.from_regex(schema['pattern'])
     if schema.get('format') == 'uuid':
-        likely = st.uuids().map(str) | st.uuids().map(lambda u: u.hex.upper())
+        likely = (st.uuids().map(str) | st.uuids().map(lambda u: u.hex.upper())
+                  | st.uuids().map(lambda u: str(u).upper()))
     lengths = [schema[k] for k in ('minLength', 'maxLength') if k in schema]
     return _mostly(likely, st.text(max_size=12),
                    *[st.just('x' * max(n + d, 0)) for n in lengths for d in (-1, 0, 1)])
@@ -137,6 +138,10 @@ def test_fast_check_agrees_with_jsonschema(name, data):
     body = data.draw(near(schema))
     expected = _jsonschema_valid(schema, body)
     assert (util._check(body, schema) is None) == expected, body
+    # as a query string's (uuids need their dashes there)
+    expected = jsonschema.validators.validator_for(schema)(
+        schema, format_checker=util.QUERY_FORMAT_CHECKER).is_valid(body)
+    assert (util._check(body, schema, query=True) is None) == expected, body
 
 
 @pytest.mark.parametrize('body, valid', [
