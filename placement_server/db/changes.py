@@ -308,24 +308,27 @@ def since(conn: sa.Connection, last: Position) -> tuple[Position, set[int]] | No
         'SELECT shard, seq, provider_id, token FROM resource_view_changes WHERE %s'
         % (after or '1 = 0')).all()
     new = dict(last)
-    # the tokens found at each mark's own number
-    held: dict[int, set[int]] = {}
+    # the shards whose mark's record was found, with its token
+    held: set[int] = set()
     changed: set[int] = set()
-    for shard, seq, value, token in rows:   # (token: a counter's number)
-        mark = last.get(shard)
-        if seq is None:
+    for shard, seq, value, token in rows:
+        if seq is None:   # a counter: value its floor, token its number
+            at = last[shard].seq if shard in last else 0
             # pruned past the reader, or a counter below it: another history
-            if value > (mark.seq if mark else 0) or token < (mark.seq if mark else 0):
+            if value > at or token < at:
                 return None
-        elif mark is not None and seq == mark.seq:
-            held.setdefault(shard, set()).add(token)
+            continue
+        mark = last[shard]   # (change rows are read for the shards in last)
+        if seq == mark.seq:
+            if token != mark.token:   # (a mark without a token wants no row)
+                return None
+            held.add(shard)
         else:
             changed.add(value)
             if seq > new[shard].seq:
                 new[shard] = Mark(seq, token)
-    for shard, mark in last.items():
-        if held.get(shard, set()) != ({mark.token} if mark.token is not None else set()):
-            return None
+    if len(held) != sum(mark.token is not None for mark in last.values()):
+        return None   # a record the reader applied is gone
     return new, changed
 
 
