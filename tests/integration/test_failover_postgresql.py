@@ -189,7 +189,7 @@ def test_failover_to_a_standby_lacking_the_last_commits(cluster, placement_serve
         conn.exec_driver_sql('CREATE DATABASE placement')
     admin.dispose()
     cluster.run('pg_basebackup', '-h', '127.0.0.1', '-p', str(primary), '-U', 'postgres',
-                '-D', cluster.path('standby'), '-R', '-X', 'stream')
+                '-D', cluster.path('standby'), '-R', '-X', 'stream', '--checkpoint=fast')
     cluster.start('standby', standby)
     proxy = Proxy(primary)
     try:
