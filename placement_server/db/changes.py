@@ -38,19 +38,25 @@ record it applied (a ``Mark``). ``since`` reads from that number on
 (``seq >= n``, not ``>``: the same index range, one record's rows more)
 and goes on only if that record is still there with that token; anything
 else -- missing, another token, pruned -- is a history the reader did not
-follow, and it loads everything again. Why that suffices: within a
-counter, numbers are taken in commit order (above), and a dump or a
-replica holds a prefix of the commits in commit order, so a database that
-still holds a reader's last record of a counter holds every earlier
-record of that counter, and every later one has a higher number, which
-the reader reads next. Holding the last record of every counter, it holds
-all the reader has seen. 62 random bits make a token shared by two
-histories' records of the same number a chance not worth counting.
+follow, and it loads everything again; so does a counter standing below
+the reader's number. Why that suffices: within a counter, numbers are
+taken in commit order (above), and a consistent dump (``pg_dump``,
+``mariadb-dump --single-transaction``) or a replica holds a prefix of the
+commits in commit order, so a database that still holds a reader's last
+record of a counter holds every earlier record of that counter, and every
+later one has a higher number, which the reader reads next. Holding the
+last record of every counter, it holds all the reader has seen. 62 random
+bits make a token shared by two histories' records of the same number a
+chance not worth counting. (What no history made -- a restore read while
+half done, rows changed by hand -- only ``invalidate_all`` mends. A
+Galera node read before it applied a record a reader saw through another
+node looks like another history and costs a whole load: hence
+``wsrep_sync_wait``.)
 
 A counter is never without its last record: the schema starts each
 counter with a record of its own (migration 0003), pruning keeps the
-newest ``KEEP`` rows, and ``invalidate_all`` (``placement-manage db
-reload-views``) moves every counter one past its number, prunes every row
+newest ``KEEP`` numbers and the floor's, and ``invalidate_all``
+(``placement-manage db reload-views``) moves every counter one past its number, prunes every row
 below it and writes that number's record with a new token -- so every
 reader's mark is below the floor, or at the new number with another
 token, or above what the counters hold: all reload, wherever the counters
