@@ -25,9 +25,46 @@ bump is the last statement, so a counter is held only for the commit.
 
 Change rows are pruned as they age (``KEEP`` per counter); a reader that
 fell further behind than what is kept (``floor``) loads everything again.
+
+The numbers alone cannot tell a reader that the history it followed is no
+longer the database's: a restore from an earlier dump, a promoted replica
+that lacks the last commits, another database under the same URL, rows
+deleted by hand. Their counters may stand below the reader's position (it
+would wait forever for numbers it has seen) or, after a few writes, past
+it (it would take the new history's rows for the rest of its own). So
+every record also writes a random ``token`` into its change rows, and a
+reader remembers, per counter, the number *and* the token of the last
+record it applied (a ``Mark``). ``since`` reads from that number on
+(``seq >= n``, not ``>``: the same index range, one record's rows more)
+and goes on only if that record is still there with that token; anything
+else -- missing, another token, pruned -- is a history the reader did not
+follow, and it loads everything again; so does a counter standing below
+the reader's number. Why that suffices: within a counter, numbers are
+taken in commit order (above), and a consistent dump (``pg_dump``,
+``mariadb-dump --single-transaction``) or a replica holds a prefix of the
+commits in commit order, so a database that still holds a reader's last
+record of a counter holds every earlier record of that counter, and every
+later one has a higher number, which the reader reads next. Holding the
+last record of every counter, it holds all the reader has seen. 62 random
+bits make a token shared by two histories' records of the same number a
+chance not worth counting. (What no history made -- a restore read while
+half done, rows changed by hand -- only ``invalidate_all`` mends. A
+Galera node read before it applied a record a reader saw through another
+node looks like another history and costs a whole load: hence
+``wsrep_sync_wait``.)
+
+A counter is never without its last record: the schema starts each
+counter with a record of its own (migration 0003), pruning keeps the
+newest ``KEEP`` numbers and the floor's, and ``invalidate_all``
+(``placement-manage db reload-views``) moves every counter one past its number, prunes every row
+below it and writes that number's record with a new token -- so every
+reader's mark is below the floor, or at the new number with another
+token, or above what the counters hold: all reload, wherever the counters
+stood (after a restore, below the readers).
 """
 from collections.abc import Iterable
 import random
+from typing import NamedTuple
 from typing import NoReturn
 import uuid as uuidlib
 
@@ -60,10 +97,17 @@ ENDS_WITH_COMMIT = {dialects.RECORD: True, 'no_parameters': True}
 _RECORD = sa.text(
     'WITH bump AS (UPDATE resource_view_counters SET seq = seq + 1 '
     'WHERE shard = :shard RETURNING seq) '
-    'INSERT INTO resource_view_changes (shard, seq, provider_id) '
-    'SELECT :shard, (SELECT seq FROM bump), p FROM ('
+    'INSERT INTO resource_view_changes (shard, seq, provider_id, token) '
+    'SELECT :shard, (SELECT seq FROM bump), p, :token FROM ('
     'SELECT unnest(CAST(:ids AS integer[])) AS p UNION '
     'SELECT id FROM resource_providers WHERE uuid = ANY(CAST(:uuids AS varchar[]))) AS changed')
+
+
+def new_token() -> int:
+    """A record's token: random, never 0 (what rows written before tokens
+    hold), within a signed 64-bit column. (``random`` reseeds in a forked
+    worker: no two workers draw the same.)"""
+    return random.getrandbits(62) + 1
 
 
 def note(conn: sa.Connection, provider_ids: Iterable[int]) -> None:
@@ -111,7 +155,8 @@ def record_in_one_statement(conn: sa.Connection, shard: int, changed: set[int],
         then.append('COMMIT')
     try:
         conn.execute(prepared(_RECORD, then=then), {
-            'shard': shard, 'ids': sorted(changed), 'uuids': sorted(created)})
+            'shard': shard, 'ids': sorted(changed), 'uuids': sorted(created),
+            'token': new_token()})
     except Exception as e:
         # oslo.db wraps it (DBError): the driver's own error tells.
         cause = getattr(getattr(e, 'inner_exception', e), 'orig', None)
@@ -181,16 +226,18 @@ def _insert_and_prune(conn: sa.Connection, shard: int, seq: str, changed: set[in
 
 
 def _insert_changes(shard: int, seq: str, changed: set[int], created: set[str]) -> str:
-    """The INSERT of the change rows (``seq``: the number, in SQL)."""
-    head = 'INSERT INTO resource_view_changes (shard, seq, provider_id) '
+    """The INSERT of the change rows (``seq``: the number, in SQL), with
+    the record's new token."""
+    head = 'INSERT INTO resource_view_changes (shard, seq, provider_id, token) '
+    token = new_token()
     if not created:
-        return head + 'VALUES ' + ','.join('(%d, %s, %d)' % (shard, seq, i)
+        return head + 'VALUES ' + ','.join('(%d, %s, %d, %d)' % (shard, seq, i, token)
                                            for i in sorted(changed))
     # the new providers by uuid; UNION, as a write may name one by id too
     ids = ''.join(' UNION SELECT %d' % i for i in sorted(changed))
-    return head + ('SELECT %d, %s, p FROM (SELECT id AS p FROM resource_providers '
+    return head + ('SELECT %d, %s, p, %d FROM (SELECT id AS p FROM resource_providers '
                    'WHERE uuid IN (%s)%s) AS changed'
-                   % (shard, seq, ','.join("'%s'" % u for u in sorted(created)), ids))
+                   % (shard, seq, token, ','.join("'%s'" % u for u in sorted(created)), ids))
 
 
 _NOT_NULL_VIOLATION = '23502'   # PostgreSQL's SQLSTATE
@@ -215,11 +262,12 @@ def prune_due() -> bool:
 
 
 def _pruning(shard: int) -> list[str]:
-    """Drop the shard's change rows older than the newest KEEP, and say so
-    in its ``floor``: statements for a write that bumped the shard."""
+    """Drop the shard's change rows below the newest KEEP + 1, and say so
+    in its ``floor`` (the lowest number kept: a reader at the floor still
+    finds its record there): statements for a write that bumped the shard."""
     return ['UPDATE resource_view_counters SET floor = seq - %d '
             'WHERE shard = %d AND floor < seq - %d' % (KEEP, shard, KEEP),
-            'DELETE FROM resource_view_changes WHERE shard = %d AND seq <= '
+            'DELETE FROM resource_view_changes WHERE shard = %d AND seq < '
             '(SELECT floor FROM resource_view_counters WHERE shard = %d)' % (shard, shard)]
 
 
@@ -228,47 +276,78 @@ def prune(conn: sa.Connection, shard: int) -> None:
         conn.exec_driver_sql(statement)
 
 
-# Where a reader stands: {shard: highest number it has seen}.
-Position = dict[int, int]
+class Mark(NamedTuple):
+    """Where a reader stands in one counter: the number of the last record
+    it applied, and that record's token (None: the counter had no row at
+    that number when the reader read it, as after rows deleted by hand)."""
+    seq: int
+    token: int | None
+
+
+# Where a reader stands: {shard: Mark}.
+Position = dict[int, Mark]
 
 
 def position(conn: sa.Connection) -> Position:
     """Where the sequence stands: a view read after this is at least as new."""
-    return dict(conn.exec_driver_sql('SELECT shard, seq FROM resource_view_counters').all())
+    return {shard: Mark(seq, token) for shard, seq, token in conn.exec_driver_sql(
+        'SELECT c.shard, c.seq, MIN(r.token) FROM resource_view_counters c '
+        'LEFT JOIN resource_view_changes r ON r.shard = c.shard AND r.seq = c.seq '
+        'GROUP BY c.shard, c.seq')}
 
 
 def since(conn: sa.Connection, last: Position) -> tuple[Position, set[int]] | None:
     """(new position, ids of the providers changed after ``last``), in one
-    statement; the ids include ``NAMES`` when names changed. None when
-    ``last`` is further behind than the kept change rows reach: the caller
+    statement; the ids include ``NAMES`` when names changed. None when the
+    database no longer holds ``last``'s records as the reader saw them
+    (pruned, or another history: see the module docstring): the caller
     loads everything again.
 
     The new position is the highest number seen per shard (see the module
     docstring for why that is safe), not the counter: a counter read in
     the same statement could be ahead of the rows that statement saw.
     """
-    after = ' OR '.join('(shard = %d AND seq > %d)' % item for item in sorted(last.items()))
+    after = ' OR '.join('(shard = %d AND seq >= %d)' % (shard, mark.seq)
+                        for shard, mark in sorted(last.items()))
     rows = conn.exec_driver_sql(
-        'SELECT shard, NULL, floor FROM resource_view_counters UNION ALL '
-        'SELECT shard, seq, provider_id FROM resource_view_changes WHERE %s'
+        'SELECT shard, NULL, floor, seq FROM resource_view_counters UNION ALL '
+        'SELECT shard, seq, provider_id, token FROM resource_view_changes WHERE %s'
         % (after or '1 = 0')).all()
     new = dict(last)
+    # the shards whose mark's record was found, with its token
+    held: set[int] = set()
     changed: set[int] = set()
-    for shard, seq, value in rows:
-        if seq is None:
-            if value > last.get(shard, 0):
+    for shard, seq, value, token in rows:
+        if seq is None:   # a counter: value its floor, token its number
+            at = last[shard].seq if shard in last else 0
+            # pruned past the reader, or a counter below it: another history
+            if value > at or token < at:
                 return None
+            continue
+        mark = last[shard]   # (change rows are read for the shards in last)
+        if seq == mark.seq:
+            if token != mark.token:   # (a mark without a token wants no row)
+                return None
+            held.add(shard)
         else:
             changed.add(value)
-            if seq > new.get(shard, 0):
-                new[shard] = seq
+            if seq > new[shard].seq:
+                new[shard] = Mark(seq, token)
+    if len(held) != sum(mark.token is not None for mark in last.values()):
+        return None   # a record the reader applied is gone
     return new, changed
 
 
 def invalidate_all(conn: sa.Connection) -> None:
     """Make every worker load its whole view again at its next request:
     for rows changed behind the server's back (hand-made SQL, a restore,
-    a test resetting its database)."""
+    a test resetting its database). Every counter moves one on, every
+    row below is pruned, and the new number gets a record of its own
+    under a new token (see the module docstring for why no reader's mark
+    survives this)."""
     # floor first: MySQL assigns left to right with the new values
     conn.exec_driver_sql('UPDATE resource_view_counters SET floor = seq + 1, seq = seq + 1')
     conn.exec_driver_sql('DELETE FROM resource_view_changes')
+    conn.exec_driver_sql(
+        'INSERT INTO resource_view_changes (shard, seq, provider_id, token) '
+        'SELECT shard, seq, %d, %d FROM resource_view_counters' % (NAMES, new_token()))

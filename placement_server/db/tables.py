@@ -151,11 +151,13 @@ resource_view_counters = sa.Table(
     'resource_view_counters', metadata,
     sa.Column('shard', sa.Integer, primary_key=True, autoincrement=False),
     sa.Column('seq', sa.BigInteger, nullable=False),
-    # changes of this shard numbered up to floor have been pruned
+    # changes of this shard numbered below floor have been pruned
     sa.Column('floor', sa.BigInteger, nullable=False))
 
 resource_view_changes = sa.Table(
     'resource_view_changes', metadata,
     sa.Column('shard', sa.Integer, primary_key=True, autoincrement=False),
     sa.Column('seq', sa.BigInteger, primary_key=True, autoincrement=False),
-    sa.Column('provider_id', sa.Integer, primary_key=True, autoincrement=False))
+    sa.Column('provider_id', sa.Integer, primary_key=True, autoincrement=False),
+    # random, one per record: which history the record belongs to
+    sa.Column('token', sa.BigInteger, nullable=False, server_default='0'))

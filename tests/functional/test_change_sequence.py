@@ -36,6 +36,11 @@ def position(database):
         return changes.position(conn)
 
 
+def numbers(position):
+    """{shard: number} of a position (its marks without their tokens)."""
+    return {shard: mark.seq for shard, mark in position.items()}
+
+
 def counters(database):
     with database.reader() as conn:
         return dict(conn.exec_driver_sql(
@@ -79,7 +84,7 @@ class Sequence:
             assert sum(seqs.values()) - sum(self.seqs.values()) == bumps
         # the position is the highest number seen, which is the counter
         # when nothing is in flight
-        assert new == seqs
+        assert numbers(new) == seqs
         self.last, self.seqs = new, seqs
         return changed
 
@@ -547,21 +552,23 @@ def test_readers_behind_the_pruned_rows_reload_and_the_others_do_not(
         floor, top = conn.exec_driver_sql(
             'SELECT floor, seq FROM resource_view_counters WHERE shard = %d' % shard).one()
     assert floor == top - 3
-    assert [r[1] for r in change_rows(database) if r[0] == shard] == [top - 2, top - 1, top]
+    # the floor is the lowest number kept: a reader there finds its record
+    assert [r[1] for r in change_rows(database) if r[0] == shard] == [
+        top - 3, top - 2, top - 1, top]
     rp_id = ids(database, rp)
     with database.reader() as conn:
         for here in positions:
             result = changes.since(conn, here)
-            if here[shard] < floor:
+            if here[shard].seq < floor:
                 assert result is None, (here, floor)
             else:
                 assert result is not None, (here, floor)
                 new, changed = result
-                assert new[shard] == top
-                assert changed == (rp_id if here[shard] < top else set())
+                assert new[shard].seq == top
+                assert changed == (rp_id if here[shard].seq < top else set())
     # the floor and the reader's position: exactly at it still follows on
-    assert sum(1 for here in positions if here[shard] < floor) == 3
-    assert any(here[shard] == floor for here in positions)
+    assert sum(1 for here in positions if here[shard].seq < floor) == 3
+    assert any(here[shard].seq == floor for here in positions)
 
 
 def test_pruning_one_shard_leaves_readers_of_the_others_alone(api, database, monkeypatch):
@@ -593,14 +600,16 @@ def test_invalidate_all_sends_every_older_position_to_a_reload(api, database):
     newer = position(database)
     with database.writer() as conn:
         changes.invalidate_all(conn)
-    assert change_rows(database) == []
+    # one record per counter, at its new number
+    assert change_rows(database) == sorted(
+        (s, n, NAMES) for s, n in counters(database).items())
     with database.reader() as conn:
         assert changes.since(conn, old) is None
         assert changes.since(conn, newer) is None
         here = changes.position(conn)
         assert changes.since(conn, here) == (here, set())
     # every shard moved on: no older position of any shard survives
-    assert all(here[s] > newer[s] for s in range(changes.SHARDS))
+    assert all(here[s].seq > newer[s].seq for s in range(changes.SHARDS))
     ok(put_inventories(api, rp, {'VCPU': {'total': 5}}))
     with database.reader() as conn:
         assert changes.since(conn, here)[1] == ids(database, rp)
