@@ -7,11 +7,15 @@ import pytest
 import sqlalchemy as sa
 
 from placement_server.db import migration
+from placement_server.db import takeover
 from tests import upstream
 from tests.integration import servers
 
 pytestmark = pytest.mark.integration
 
+# What `db version` prints after our `db sync`: ours, and upstream's head
+# stamped beside it (a database upstream can take back).
+SYNCED = '%s; upstream placement %s' % (migration.head(), takeover.UPSTREAM_HEAD)
 PLACEMENT_STATUS = servers.PLACEMENT_MANAGE.replace('placement-manage', 'placement-status')
 
 
@@ -48,7 +52,7 @@ def test_db_sync_creates_then_changes_nothing(tmp_path):
     assert counts[0] > 10 and counts[1] > 100
     version = _run(tmp_path, servers.PLACEMENT_MANAGE, '--database-connection', url,
                    'db', 'version')
-    assert version.stdout.strip() == migration.head()
+    assert version.stdout.strip() == SYNCED
 
 
 def test_db_sync_and_version_on_each_database(database, tmp_path):
@@ -57,7 +61,7 @@ def test_db_sync_and_version_on_each_database(database, tmp_path):
     assert result.returncode == 0, result.stderr
     result = _run(tmp_path, servers.PLACEMENT_MANAGE, '--database-connection', database.url,
                   'db', 'version')
-    assert (result.returncode, result.stdout.strip()) == (0, migration.head())
+    assert (result.returncode, result.stdout.strip()) == (0, SYNCED)
     result = _status(tmp_path, database.url)
     assert result.returncode == 0, result.stdout + result.stderr
     assert _checks(result)['Database schema'][0] == 0
