@@ -181,11 +181,12 @@ def test_aggregate_sync_survives_the_agent_and_reruns(placement_servers, host, a
 
 
 def test_libvirt_test_driver_host_is_reported_in_sync(server, tmp_path):
-    """libvirt's test:///default runs an 8 GiB guest on cells of 2 + 4 GiB:
-    with the operator's overcommit (nova's default ram ratio, 1.5) it fits,
-    and one allocation may take the whole overcommitted capacity."""
+    """libvirt's test:///default runs an 8 GiB guest on a host whose
+    getInfo says 3 GiB (the root's MEMORY_MB, as nova reports it): with the
+    operator's overcommit (4.0 here: (3072 - 512) x 4 = 10240) it fits, and
+    one allocation may take the whole overcommitted capacity."""
     conf = tmp_path / 'tracker.conf'
-    conf.write_text('[DEFAULT]\nram_allocation_ratio = 1.5\ninstances_path = %s\n'
+    conf.write_text('[DEFAULT]\nram_allocation_ratio = 4.0\ninstances_path = %s\n'
                     '[tracker]\ndriver = libvirt\nrpc = false\nnotifications = false\n'
                     'state_path = %s\n'
                     '[libvirt]\nconnection_uri = test:///default\n'
@@ -201,7 +202,7 @@ def test_libvirt_test_driver_host_is_reported_in_sync(server, tmp_path):
     hostname = report['host']
     memory = env.Placement(server.url).get(
         '/resource_providers/%s/inventories/MEMORY_MB' % env.root_uuid(hostname))
-    assert (memory['total'], memory['max_unit']) == (6144, 8448)
+    assert (memory['total'], memory['max_unit']) == (3072, 10240)
     assert list(env.Placement(server.url).allocations(hostname).values()) == [
         {hostname: {'VCPU': 2, 'MEMORY_MB': 8192}}]
 

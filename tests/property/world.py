@@ -13,6 +13,7 @@ import sqlalchemy as sa
 
 from placement_server.db import api
 from placement_server.db import changes
+from placement_server.db import resource_classes
 from placement_server.db import tables
 
 
@@ -79,7 +80,11 @@ class World:
     def _id_of(self, conn, table, column, value, **extra):
         tbl = tables.metadata.tables[table]
         found = conn.execute(sa.select(tbl.c.id).where(tbl.c[column] == value)).scalar()
-        if found is None:
+        if found is None and table == 'resource_classes':
+            # custom ids are the API's to give (from 10000, as upstream's)
+            resource_classes.create(conn, value)
+            found = conn.execute(sa.select(tbl.c.id).where(tbl.c[column] == value)).scalar()
+        elif found is None:
             found = conn.execute(tbl.insert().values(
                 {column: value, 'created_at': api.utcnow(), **extra})).inserted_primary_key[0]
         return found

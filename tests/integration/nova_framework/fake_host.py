@@ -11,6 +11,13 @@ import types
 from nova.tests.fixtures import libvirt as fakelibvirt
 
 
+def _read_write_refused(uri=None):
+    # The driver asks a read-write connection for domain capabilities only;
+    # beside nova the agent writes no trait, so it is refused here as a
+    # libvirtd that allows the agent only to read would refuse it.
+    raise fakelibvirt.libvirtError('read-write connections refused: %s' % uri)
+
+
 def _libvirt_from_nova():
     """The agent's driver imports libvirt-python, which nova's functional
     venv does not have: it gets nova's fakelibvirt, with the few names
@@ -22,6 +29,7 @@ def _libvirt_from_nova():
     shim.VIR_ERR_NO_STORAGE_VOL = 50
     shim.virStorageVol = object
     shim.openReadOnly = fakelibvirt.openAuth
+    shim.open = _read_write_refused
     sys.modules.setdefault('libvirt', shim)
 
 
