@@ -47,12 +47,15 @@ MOUNTS = (('etc', '/etc/libvirt'), ('run', '/run/libvirt'),
           ('lib', '/var/lib/libvirt'), ('log', '/var/log/libvirt'),
           ('cache', '/var/cache/libvirt'))
 
+# Its own pid file: the default, /run/libvirtd.pid, is outside the bound
+# directories, and two test modules' daemons (xdist workers) would fight
+# over it.
 START = '''\
 set -e
 {binds}
 mount --bind {root}/passwd /etc/passwd
 mount --bind {root}/group /etc/group
-exec libvirtd --config /etc/libvirt/libvirtd.conf
+exec libvirtd --config /etc/libvirt/libvirtd.conf --pid-file {root}/libvirtd.pid
 '''
 
 

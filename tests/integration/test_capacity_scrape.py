@@ -46,7 +46,9 @@ def _replace_a_worker(master):
     """SIGTERM one worker and wait until gunicorn has forked another."""
     before = _workers(master)
     os.kill(before[0], signal.SIGTERM)
-    deadline = time.monotonic() + 30
+    # a worker finishes its requests in flight first (graceful_timeout,
+    # 10 s) and the new one loads the application: slow on a loaded machine
+    deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         now = _workers(master)
         if before[0] not in now and len(now) == len(before):
