@@ -6,10 +6,12 @@ openstacksdk's placement calls need (the SDK): every osc-placement command
 and every sdk placement call with a plain-data signature runs.
 """
 import json
+import os
 import re
 
 import pytest
 
+from tests import upstream
 from tests.integration import clients as clients_mod
 from tests.integration import servers
 
@@ -42,8 +44,27 @@ def ours(tmp_path_factory):
 
 
 @pytest.fixture(scope='module')
-def theirs(_upstream_server, tmp_path_factory):
-    clients = clients_mod.Clients(_upstream_server.url,
+def _own_upstream(tmp_path_factory):
+    """Upstream placement of this module's own: the session's shared one
+    keeps the classes and traits other modules made, which the sessions'
+    lists would show."""
+    workdir = str(tmp_path_factory.mktemp('upstream-clients'))
+    server = upstream.UpstreamPlacement(
+        'sqlite:///%s' % os.path.join(workdir, 'placement.sqlite'), workdir)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def upstream_placement(_own_upstream):
+    upstream.wipe(_own_upstream.db_url)
+    return _own_upstream.url
+
+
+@pytest.fixture(scope='module')
+def theirs(_own_upstream, tmp_path_factory):
+    clients = clients_mod.Clients(_own_upstream.url,
                                   str(tmp_path_factory.mktemp('theirs')))
     yield clients
     clients.close()
