@@ -10,6 +10,7 @@ by ``providers.diff.inventory_changes``, allocations by
 tracker/notify.py.)
 """
 from collections.abc import Callable
+from collections.abc import Collection
 from collections.abc import Iterable
 import dataclasses
 import json
@@ -18,6 +19,7 @@ from typing import Any
 from typing import TypedDict
 from typing import TypeVar
 
+from tracker import kept as kept_mod
 from tracker.drivers.base import HostSnapshot
 from tracker.drivers.base import Instance
 from tracker.placement import allocations as alloc_mod
@@ -212,6 +214,8 @@ class AuditReport:
     written: list[Write] = dataclasses.field(default_factory=list, repr=False)
     # devices taken out of scheduling on purpose (not drift): {address: reason}
     drained: dict[str, str] = dataclasses.field(default_factory=dict)
+    # devices the host no longer reports, kept while instances hold them
+    kept: list[kept_mod.KeptDevice] = dataclasses.field(default_factory=list)
 
     @property
     def in_sync(self) -> bool:
@@ -230,7 +234,8 @@ class AuditReport:
                 'fixed': self.fixed, 'writes': self.writes,
                 'remaining': [d.as_dict() for d in self.remaining],
                 'held': [d.as_dict() for d in self.held], 'errors': self.errors,
-                'drained': dict(self.drained)}
+                'drained': dict(self.drained),
+                'kept': [k.as_dict() for k in self.kept]}
 
     def as_text(self) -> str:
         lines: list[str] = []
@@ -246,6 +251,9 @@ class AuditReport:
         if self.drained:
             lines.append('drained devices (no new allocation):')
             lines += ['  %s: %s' % item for item in sorted(self.drained.items())]
+        if self.kept:
+            lines.append('kept for their allocations (reserved, no new allocation):')
+            lines += ['  ' + k.describe() for k in self.kept]
         if self.held:
             lines.append('left alone, nova may be moving them (see reason):')
             lines += ['  ' + d.describe() for d in self.held]
@@ -294,8 +302,9 @@ def audit(snapshot: HostSnapshot, client: 'ReportClient', fix: bool = False,
     The dry run is the repair itself on a twin of the client whose writes
     are recorded, not sent (ReportClient.dry_run): what it lists is what
     --fix sends, from the one code that writes."""
-    drift, foreign = _drift(snapshot, client, authoritative)
-    report = AuditReport(snapshot.hostname, drift, foreign, drained=snapshot.drained)
+    drift, foreign, kept = _drift(snapshot, client, authoritative)
+    report = AuditReport(snapshot.hostname, drift, foreign, drained=snapshot.drained,
+                         kept=kept)
     if not drift or not (fix or dry_run):
         return report
     errors, report.written = write_or_record(
@@ -303,7 +312,8 @@ def audit(snapshot: HostSnapshot, client: 'ReportClient', fix: bool = False,
     if not dry_run:
         report.errors = [str(e) for e in errors]
         report.fixed = True
-        report.remaining, report.foreign = _drift(snapshot, client, authoritative)
+        report.remaining, report.foreign, report.kept = _drift(
+            snapshot, client, authoritative)
     names = {p.uuid: p.name for p in snapshot.providers}
     names.update({i.uuid: i.name for i in snapshot.instances})
     names.update({d.uuid: d.name for d in drift if d.name})
@@ -322,22 +332,30 @@ def repair(snapshot: HostSnapshot, client: 'ReportClient',
 
 
 def host_part(snapshot: HostSnapshot, allocations: dict[str, ConsumerRecord] | None,
-              managed: set[str]) -> dict[str, alloc_mod.Allocations]:
+              managed: set[str], kept: Collection[str] = ()
+              ) -> dict[str, alloc_mod.Allocations]:
     """Each consumer's allocations restricted to what the host owns of them
-    (the sync's own rule, tracker.placement.allocations.host_part)."""
+    (the sync's own rule, tracker.placement.allocations.host_part; a
+    running instance's part on a ``kept`` provider left out)."""
     wanted = {i.uuid: normalize_allocations(i.allocations) for i in snapshot.instances}
-    return {consumer: alloc_mod.host_part(record, managed, wanted.get(consumer, {}))
+    return {consumer: alloc_mod.host_part(
+                record, managed - set(kept) if consumer in wanted else managed,
+                wanted.get(consumer, {}))
             for consumer, record in (allocations or {}).items()}
 
 
-def _drift(snapshot: HostSnapshot, client: 'ReportClient',
-           authoritative: bool) -> tuple[list[Drift], list[Drift]]:
+def _drift(snapshot: HostSnapshot, client: 'ReportClient', authoritative: bool
+           ) -> tuple[list[Drift], list[Drift], list[kept_mod.KeptDevice]]:
     providers, allocations = placement_view(client, snapshot.root.uuid)
+    kept = kept_mod.find(snapshot, providers, {
+        c: normalize_allocations(r) for c, r in allocations.items()})
+    uuids = {k.uuid for k in kept}
     allocations = host_part(snapshot, allocations,
-                            client.managed_providers(snapshot.root.uuid))
-    drift = compute_drift(snapshot, providers, allocations)
+                            client.managed_providers(snapshot.root.uuid), uuids)
+    drift = compute_drift(snapshot, [p for p in providers if p.uuid not in uuids],
+                          allocations)
     if not authoritative:
         # Consumers the host does not know are not its business then.
         drift = [d for d in drift if d.kind != 'allocation_orphan']
     return ([d for d in drift if d.kind not in FOREIGN],
-            [d for d in drift if d.kind in FOREIGN])
+            [d for d in drift if d.kind in FOREIGN], kept)

@@ -130,6 +130,7 @@ def refresh(conf: cfg.ConfigOpts, args: argparse.Namespace) -> int:
 
 def audit(conf: cfg.ConfigOpts, args: argparse.Namespace) -> int:
     from tracker import audit as audit_mod
+    from tracker import kept as kept_mod
     from tracker import rpc
     client = rpc.Client(conf, args.host, timeout=args.timeout)
     try:
@@ -145,7 +146,8 @@ def audit(conf: cfg.ConfigOpts, args: argparse.Namespace) -> int:
         print(audit_mod.AuditReport(
             report['host'], [audit_mod.Drift(**d) for d in report['drift']],
             [audit_mod.Drift(**d) for d in report['foreign']],
-            drained=report.get('drained', {})).as_text())
+            drained=report.get('drained', {}),
+            kept=[kept_mod.KeptDevice(**k) for k in report.get('kept', [])]).as_text())
     return audit_mod.EXIT_IN_SYNC if report['in_sync'] else audit_mod.EXIT_DRIFT
 
 

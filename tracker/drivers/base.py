@@ -38,6 +38,9 @@ class HostSnapshot:
     instances: list[Instance] = dataclasses.field(default_factory=list)
     # devices taken out of scheduling: {PCI address: reason}
     drained: dict[str, str] = dataclasses.field(default_factory=dict)
+    # the PCI addresses the host has, reported or not (why a device's
+    # provider is kept: out of the spec, or gone)
+    host_devices: set[str] = dataclasses.field(default_factory=set)
 
     @property
     def root(self) -> Provider:

@@ -347,4 +347,5 @@ class Layout:
         return base.HostSnapshot(
             hostname=self.host, providers=self.providers,
             instances=[self.instance(i) for i in instances],
-            drained=dict(self.drained))
+            drained=dict(self.drained),
+            host_devices={d.address for d in self.facts.pci_devices})

@@ -8,6 +8,9 @@ managed_providers); a part elsewhere (another host's, during a migration)
 is kept as it is. Consumers that hold resources in the tree but run no
 instance here are orphans: when the caller is authoritative the host's part
 is removed (the whole consumer is deleted if nothing else is left).
+A running instance's part on a provider kept for its allocations
+(KnownPlacement.kept: a device gone from the host or the spec) is left
+as it is; an orphan's goes with the rest.
 
 Beside nova-compute (``nova_rules``) a write is as nova makes it and never
 outruns what the audit judged: a consumer the agent creates is untyped,
@@ -60,6 +63,7 @@ class AllocationSync:
         self.cache = known.consumers[root_uuid]
         self.tree = known.tree_uuids(root_uuid)
         self.managed = known.managed_providers(root_uuid)
+        self.kept = set(known.kept)
 
     def run(self, instances: Iterable[alloc_mod.Instance], authoritative: bool) -> None:
         seen = set()
@@ -90,7 +94,8 @@ class AllocationSync:
         for attempt in range(self.conflict_retries + 1):
             record = self.cache.get(consumer)
             held = (record or {}).get('allocations', {})
-            have = alloc_mod.host_part(held, self.managed, wanted)
+            managed = self.managed if orphan else self.managed - self.kept
+            have = alloc_mod.host_part(held, managed, wanted)
             if have == wanted:
                 return
             others = {rp: res for rp, res in held.items() if rp not in have}

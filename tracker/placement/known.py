@@ -41,6 +41,9 @@ class KnownPlacement:
         self.consumers: dict[str, dict[str, ConsumerRecord]] = {}   # root -> consumers
         self.read_at: dict[str, float] = {}   # root -> monotonic time of its last full read
         self.consumers_read_at: dict[str, float] = {}
+        # providers gone from the host but kept while allocations hold them
+        # (sync.ProviderSync.keep): {uuid: why}
+        self.kept: dict[str, str] = {}
 
     # -- freshness -------------------------------------------------------
 
@@ -100,6 +103,14 @@ class KnownPlacement:
     def learn_consumers(self, root_uuid: str, consumers: dict[str, ConsumerRecord]) -> None:
         self.consumers[root_uuid] = consumers
         self.consumers_read_at[root_uuid] = time.monotonic()
+
+    def holders(self, uuid: str, root_uuid: str) -> set[str] | None:
+        """The consumers holding resources of ``uuid`` in the tree at
+        ``root_uuid``, as last read; None when they are not known now."""
+        if self.consumers_stale(root_uuid):
+            return None
+        return {c for c, record in self.consumers[root_uuid].items()
+                if record.get('allocations', {}).get(uuid)}
 
     def forget_allocations(self) -> None:
         """A write outside the allocation sync (a reshape, a caller's PUT)

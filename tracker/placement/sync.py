@@ -7,6 +7,13 @@ provider (name and parent, inventories, traits, aggregates, each with its
 generation), then delete what the host no longer has (children first).
 A 409 concurrent_update refreshes only that provider and tries again, a
 bounded number of times.
+
+A provider the host no longer has but whose resources an instance still
+holds (a device removed from [pci] device_spec or gone from the host)
+cannot be deleted: placement refuses (409), and the guest's allocation
+must not go with it. It is kept instead, every inventory reserved at its
+total so nothing new lands on it (KnownPlacement.kept), and deleted at
+the first sync that knows its last allocation gone.
 """
 from collections.abc import Iterable
 from collections.abc import Sequence
@@ -105,7 +112,29 @@ class ProviderSync:
         return subset
 
     def effective_tree(self) -> tree_mod.ProviderTree:
-        return tree_mod.ProviderTree([self.effective(p) for p in self.desired.providers()])
+        wanted = [self.effective(p) for p in self.desired.providers()]
+        return tree_mod.ProviderTree(wanted + self.still_kept())
+
+    def still_kept(self) -> list[Provider]:
+        """The kept providers some allocation still holds, as placement has
+        them (reserved = total); the others are let go, to be deleted."""
+        kept = []
+        for uuid in sorted(self.known.kept):
+            held = self.tree.find(uuid)
+            if held is None or uuid in self.desired:      # gone, or back
+                del self.known.kept[uuid]
+                continue
+            root = self.tree.root_of(uuid)
+            holders = self.known.holders(uuid, root)
+            if holders is None:          # not known now: ask placement
+                holders = set(resources.provider_allocations(self.http, uuid))
+            if not holders:
+                del self.known.kept[uuid]
+                continue
+            if held.parent_uuid not in self.desired:
+                held = dataclasses.replace(held, parent_uuid=None)
+            kept.append(held)
+        return kept
 
     # -- the steps -------------------------------------------------------
 
@@ -194,6 +223,8 @@ class ProviderSync:
                     self.tree.remove(change.uuid)
                     break
                 self.tree.put(fresh)
+                if change.uuid not in self.desired:    # kept: judged next sync
+                    break
                 desired = self.effective(self.desired.get(change.uuid))
                 change = diff_mod.ProviderChange(
                     desired, fresh, diff_mod.changed_fields(desired, fresh))
@@ -287,6 +318,8 @@ class ProviderSync:
                 self.result.deleted.append(provider.uuid)
                 continue
             kept.add(provider.uuid)
+            if resp.code == errors.PROVIDER_IN_USE and self.keep(provider):
+                continue
             reason = {errors.PROVIDER_IN_USE: 'holds allocations',
                       errors.CANNOT_DELETE_PARENT: 'has children'}.get(
                           resp.code or '', 'placement answered %d' % resp.status)
@@ -296,6 +329,27 @@ class ProviderSync:
                 % (provider.name, provider.uuid, reason), resp.status, resp.code,
                 provider.uuid))
             LOG.warning('provider %s kept: %s', provider.name, reason)
+
+    def keep(self, provider: Provider) -> bool:
+        """Keep a provider placement refused to delete for its allocations:
+        no new allocation (reserved = total), the old ones untouched."""
+        held = self.tree.get(provider.uuid)
+        closed = {rc: dict(record, reserved=record['total'])
+                  for rc, record in held.inventories.items()}
+        if closed != held.inventories:
+            resp = resources.put_inventories(self.http, held.uuid, held.generation, closed)
+            if not resp.ok:        # a 409 too: the next sync tries again
+                return False
+            body = resp.body if isinstance(resp.body, dict) else {}
+            self.tree.update(held.uuid, inventories=resources.read_inventories(body)
+                             if 'inventories' in body else closed,
+                             generation=body.get('resource_provider_generation',
+                                                 held.generation))
+        self.known.kept[provider.uuid] = 'holds allocations'
+        self.result.kept.append((provider.uuid, 'holds allocations'))
+        LOG.warning('provider %s (%s) gone from the host but kept, reserved, '
+                    'while allocations hold it', provider.name, provider.uuid)
+        return True
 
     # -- reshape ---------------------------------------------------------
 
