@@ -4,14 +4,15 @@ For a query string as nova sends it, every root provider gets a verdict:
 it fits (a provider of its tree is in the real answer, ``candidates.find``
 without limit, bounded by ``[placement] allocation_candidates_time_limit``
 as GET /allocation_candidates is), or the first constraint that ruled it
-out (``judge``): per request group its tree, a class lacking, capacity or
-unit limits, the group's shape, a forbidden trait, an aggregate, a
-required trait -- each judged by the candidates search's own rules for
-that group alone -- then root_required; what is left failed on the rules
-between groups (isolate, same_subtree, amounts that add up beyond a
-provider: ``combined``, only with several groups), or anchors only
-candidates of sharing providers shown under their own roots
-(``shared_only``), or was not reached in time (``time_limit``).
+out (``judge``): per request group its tree, a class lacking, capacity
+(naming the drained devices that are why) or unit limits, the group's
+shape, a forbidden trait, an aggregate, a required trait -- each judged
+by the candidates search's own rules for that group alone -- then
+root_required; what is left failed on the rules between groups (isolate,
+same_subtree, amounts that add up beyond a provider: ``combined``, only
+with several groups), or anchors only candidates of sharing providers
+shown under their own roots (``shared_only``), or was not reached in time
+(``time_limit``).
 """
 import collections
 import dataclasses
@@ -43,6 +44,7 @@ class Verdict:
     asked: int | None = None
     largest_free: int | None = None
     limits: list[str] | None = None     # unit limits the amount breaks (unit_limits)
+    drained: list[str] | None = None    # drained devices among the short (capacity)
 
 
 @dataclasses.dataclass
@@ -89,6 +91,9 @@ class Explanation:
             if lacking:
                 missing = sorted({v.resource_class or '' for v in lacking})
                 line += '; the other %d have no %s' % (len(lacking), ' or '.join(missing))
+            drained = sorted({name for v in rest for name in v.drained or ()})
+            if drained:
+                line += '; drained devices: %s' % ', '.join(drained)
             return line
         stage, n = collections.Counter(v.stage for v in self.verdicts).most_common(1)[0]
         return 'no root provider fits: %d of %d ruled out at %s' % (n, total, stage)

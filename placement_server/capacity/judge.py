@@ -10,7 +10,9 @@ group alone):
 2. per class, over the providers the group may take from there (the
    tree's, and the sharing providers sharing an aggregate with it): a
    class none has, none with room while some is within their unit limits
-   (``capacity``), or the amount outside every one's unit limits
+   (``capacity``; the devices among them that their agent drained, trait
+   CUSTOM_DEVICE_DRAINED and nothing left of them, named), or the amount
+   outside every one's unit limits
    (``unit_limits``: min_unit, max_unit, step_size named);
 3. the group's shape with no trait or aggregate asked (``group``: one
    provider for a suffixed group; below 1.29, no group split across one
@@ -41,6 +43,9 @@ STAGES = ('in_tree', 'class', 'capacity', 'unit_limits', 'group', 'forbidden_tra
 
 # (stage, detail, the Verdict's other fields)
 Found = tuple[str, str, dict[str, Any]]
+# what an agent puts on a device it drained (tracker/drivers/drains.py),
+# with its reserved inventory raised to the total
+DRAINED = 'CUSTOM_DEVICE_DRAINED'
 TIME_LIMIT: Found = ('time_limit', 'the search was cut by [placement] '
                      'allocation_candidates_time_limit before it found whether this root fits',
                      {})
@@ -179,12 +184,28 @@ class Judge:
                 free = max(max(0, int(inventories[rp].capacity - used.get(rp, 0)))
                            for rp in within)
                 facts['largest_free'] = free
-                return 'capacity', '%s short by %d (asked %d, largest free %d)' % (
-                    rc_name, amount - free, amount, free), facts
+                detail = '%s short by %d (asked %d, largest free %d)' % (
+                    rc_name, amount - free, amount, free)
+                drained = self._drained(within, inventories)
+                if drained:
+                    facts['drained'] = drained
+                    detail += '; drained: %s' % ', '.join(drained)
+                return 'capacity', detail, facts
             facts['limits'] = sorted({unit_limit(amount, inventories[rp]) for rp in have})
             return 'unit_limits', '%s:%d is outside the unit limits of every provider ' \
                 'with %s (%s)' % (rc_name, amount, rc_name, ', '.join(facts['limits'])), facts
         return None
+
+    def _drained(self, providers: list[int], inventories: dict[int, view_mod.Inv]
+                 ) -> list[str]:
+        """The names of the drained devices among ``providers``: the trait,
+        and nothing left to allocate (reserved = total)."""
+        trait = self.view.trait_ids.get(DRAINED)
+        if trait is None:
+            return []
+        return sorted(self.view.details[rp][0] for rp in providers
+                      if trait in self.view.traits.get(rp, frozenset())
+                      and inventories[rp].capacity <= 0)
 
     def _anchored(self, query: filters.GroupQuery, stage: str) -> set[int]:
         key = (query.suffix, stage)

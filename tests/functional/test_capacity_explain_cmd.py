@@ -50,3 +50,39 @@ def test_a_request_wide_rule_is_named(api, database, capsys):
     assert done == [0], 'explain did not answer'
     body = json.loads(capsys.readouterr().out)
     assert [(r['name'], r['stage']) for r in body['roots']] == [('cn1', 'isolate')]
+
+
+def test_drained_devices_are_named_when_they_are_why_nothing_fits(api, database, capsys):
+    """A GPU drained by its agent (CUSTOM_DEVICE_DRAINED, reserved = total)
+    on each of two hosts: the explanation names them, not just 'short'."""
+    rc = 'CUSTOM_PCI_10DE_20B5'
+    assert api.put('/resource_classes/' + rc, None, version='1.7').status_int == 201
+    assert api.put('/traits/CUSTOM_DEVICE_DRAINED', None, version='1.6').status_int == 201
+    for host, reserved in (('cn1', 1), ('cn2', 1), ('cn3', 0)):
+        root = make_provider(api, host, {'VCPU': {'total': 4}})
+        gpu = make_provider(api, host + '_0000:81:00.0',
+                            {rc: {'total': 1, 'reserved': reserved}}, parent=root)
+        if host == 'cn3':     # held by a guest, not drained
+            resp = api.put('/allocations/a1b2c3d4-0000-4000-8000-000000000003', {
+                'allocations': {gpu: {'resources': {rc: 1}}}, 'project_id': 'p',
+                'user_id': 'u', 'consumer_generation': None}, version='1.28')
+            assert resp.status_int == 204, resp.body
+            continue
+        resp = api.put('/resource_providers/%s/traits' % gpu, {
+            'resource_provider_generation': 1, 'traits': ['CUSTOM_DEVICE_DRAINED']},
+            version='1.6')
+        assert resp.status_int == 200, resp.body
+    url = database.engine.url.render_as_string(hide_password=False)
+    argv = ['--database-connection', url, 'candidates', 'explain',
+            'resources=VCPU:1&resources1=%s:1' % rc]
+    assert manage._main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == (
+        'no root provider fits: all 3 are short of %s (asked 1, the largest free on '
+        'one provider is 0); drained devices: cn1_0000:81:00.0, cn2_0000:81:00.0' % rc)
+    assert manage._main(argv + ['--json', '--roots']) == 0
+    body = json.loads(capsys.readouterr().out)
+    assert [(r['name'], r['drained']) for r in body['roots']] == [
+        ('cn1', ['cn1_0000:81:00.0']), ('cn2', ['cn2_0000:81:00.0']), ('cn3', None)]
+    assert body['roots'][0]['detail'] == (
+        '%s short by 1 (asked 1, largest free 0); drained: cn1_0000:81:00.0' % rc)
