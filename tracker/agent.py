@@ -112,6 +112,8 @@ class Agent(service.ServiceBase):  # type: ignore[misc, unused-ignore]
         self.compute_node: str | None = None
         self._ages: reconcile.ConsumerAges | None = None
         self._reported: set[tuple[str, str]] = set()
+        # the drained devices the last discovery saw (None: none yet)
+        self._drained: dict[str, str] | None = None
         # nova's API, asked what is moving (tracker/nova_api.py); by default
         # the catalog's compute service with placement's credentials
         self.nova: nova_api.Source | None = None
@@ -189,8 +191,19 @@ class Agent(service.ServiceBase):  # type: ignore[misc, unused-ignore]
         except Exception as exc:
             return self._failed(CycleResult(False, bool(self.reachable),
                                             error='discovery failed: %s' % exc))
+        # a drain or undrain is told whoever owns the providers
+        events = notify.device_drains(self._drained, snapshot.drained, self.host)
+        self._drained = dict(snapshot.drained)
+        if events and self.publisher is not None:
+            self.publisher.publish(events)
         if self.compute_node:
-            return self._beside_nova_cycle(parts, snapshot, self.compute_node)
+            result = self._beside_nova_cycle(parts, snapshot, self.compute_node)
+        else:
+            result = self._standalone_cycle(parts, snapshot)
+        result.changes = events + result.changes
+        return result
+
+    def _standalone_cycle(self, parts: _Parts, snapshot: HostSnapshot) -> CycleResult:
         authoritative = self.conf.tracker.authoritative_allocations
         client = parts.client
         client.new_request_id()

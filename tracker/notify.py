@@ -7,6 +7,7 @@ tell an additive change (1.x) from a breaking one (2.0).
 """
 from collections.abc import Collection
 from collections.abc import Iterable
+from collections.abc import Mapping
 import logging
 from typing import Any
 
@@ -74,6 +75,24 @@ def notifications(synced: SyncResult, allocated: AllocationResult,
     for consumer in allocated.deleted:
         events.append(('tracker.allocation.delete', envelope(
             'AllocationPayload', {'consumer_uuid': consumer})))
+    return events
+
+
+def device_drains(before: Mapping[str, str] | None, now: Mapping[str, str],
+                  host: str) -> list[Event]:
+    """[(event_type, payload)] for the devices drained (or undrained, or
+    drained for another reason) since the last discovery, ``before`` (None:
+    none yet, as after a start: what is drained then was told before)."""
+    if before is None:
+        return []
+    events: list[Event] = []
+    for address in sorted(set(before) | set(now)):
+        if address in now and before.get(address) != now[address]:
+            events.append(('tracker.device.drain', envelope('DeviceDrainPayload', {
+                'host': host, 'address': address, 'reason': now[address]})))
+        elif address not in now:
+            events.append(('tracker.device.undrain', envelope('DeviceDrainPayload', {
+                'host': host, 'address': address, 'reason': before[address]})))
     return events
 
 

@@ -98,8 +98,9 @@ def audit(snapshot: base.HostSnapshot, client: ReportClient, conf: cfg.ConfigOpt
     (ReportClient.dry_run): it lists what --fix sends."""
     first = check(snapshot, client, conf, ages, compute_node, nova)
     found = first.found
+    # a drained device is shown, never written: nova owns its provider
     report = audit_mod.AuditReport(first.adopted.root_name, found.drift,
-                                   held=found.held)
+                                   held=found.held, drained=snapshot.drained)
     if not found.drift or not (fix or dry_run):
         return report
     result, report.written = audit_mod.write_or_record(

@@ -307,3 +307,35 @@ def test_a_leftover_nova_knows_nothing_of_is_removed_by_its_generation(
             for w in report.written] == [('PUT', '/allocations/' + INCOMING, {}, 1)]
     assert writes(placement, marker) == [('PUT', '/allocations/' + INCOMING)]
     assert allocations(placement, INCOMING) == {}
+
+
+def test_a_drained_device_is_only_reported(conf, placement, nova_host):
+    """nova owns the device's provider: a drain (by hand here; a health
+    source writes the same file) is an audit finding, a metric and a
+    notification, never a write."""
+    from tracker.drivers import drains
+    agent = agent_for(conf, placement)
+    agent.run_cycle()
+    drains.save(conf.tracker.state_path, 'node1', {'0000:05:00.0': 'AER fatal errors'})
+    marker = placement.count()
+    result = agent.run_cycle()
+    assert result.ok and writes(placement, marker) == [], result.summary()
+    drained = [(e, p['tracker_object.data']) for e, p in result.changes
+               if e.startswith('tracker.device.')]
+    assert drained == [('tracker.device.drain', {
+        'host': 'node1', 'address': '0000:05:00.0', 'reason': 'AER fatal errors'})]
+    assert ('tracker_device_drained{address="0000:05:00.0",reason="AER fatal errors"} 1.0'
+            in agent.metrics.exposition().splitlines())
+    report = agent.audit()
+    assert report.drained == {'0000:05:00.0': 'AER fatal errors'}
+    assert '  0000:05:00.0: AER fatal errors' in report.as_text().splitlines()
+    assert writes(placement, marker) == []
+    assert [e for e, _ in agent.run_cycle().changes if e.startswith('tracker.device.')] == []
+
+    drains.save(conf.tracker.state_path, 'node1', {})
+    result = agent.run_cycle()
+    assert [(e, p['tracker_object.data']['address']) for e, p in result.changes
+            if e.startswith('tracker.device.')] == [('tracker.device.undrain', '0000:05:00.0')]
+    assert agent.run_cycle().changes == []
+    assert writes(placement, marker) == []
+    assert 'tracker_device_drained{' not in agent.metrics.exposition()

@@ -86,3 +86,16 @@ def test_publisher_on_the_fake_transport():
     assert collector.received == [(
         'tracker.compute1', 'tracker.provider.delete',
         notify.envelope('ProviderPayload', {'uuid': GPU}))]
+
+
+def test_device_drains_told_once_each_way():
+    gpu, nic = '0000:81:00.0', '0000:3b:00.0'
+    assert notify.device_drains(None, {gpu: 'ECC'}, 'compute1') == []   # at a start
+    assert notify.device_drains({gpu: 'ECC'}, {gpu: 'ECC'}, 'compute1') == []
+    events = notify.device_drains({gpu: 'ECC'}, {nic: 'AER fatal errors (0 -> 1)'},
+                                  'compute1')
+    assert [(e, p['tracker_object.name'], p['tracker_object.data']) for e, p in events] == [
+        ('tracker.device.drain', 'DeviceDrainPayload', {
+            'host': 'compute1', 'address': nic, 'reason': 'AER fatal errors (0 -> 1)'}),
+        ('tracker.device.undrain', 'DeviceDrainPayload', {
+            'host': 'compute1', 'address': gpu, 'reason': 'ECC'})]
