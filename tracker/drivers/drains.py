@@ -10,6 +10,7 @@ GPU: all of it; a VF: one of its PF's), with the trait
 CUSTOM_DEVICE_DRAINED.
 """
 import json
+import logging
 import os
 import tempfile
 
@@ -18,6 +19,7 @@ from oslo_config import cfg
 from tracker import agent_opts
 from tracker.drivers.errors import DiscoveryError
 
+LOG = logging.getLogger(__name__)
 TRAIT = 'CUSTOM_DEVICE_DRAINED'
 
 
@@ -58,3 +60,16 @@ def save(state_path: str, host: str, drained: dict[str, str]) -> None:
     with os.fdopen(fd, 'w') as f:
         json.dump(drained, f, indent=1, sort_keys=True)
     os.replace(tmp, path(state_path, host))
+
+
+def add(state_path: str | None, host: str, failing: dict[str, str]) -> None:
+    """Drain the failing devices a health source found ({address: reason}),
+    those not drained yet; an earlier reason is kept."""
+    if not failing or not state_path:
+        return
+    drained = load(state_path, host)
+    new = {a: r for a, r in failing.items() if a not in drained}
+    if new:
+        for address, reason in sorted(new.items()):
+            LOG.warning('device %s drained: %s', address, reason)
+        save(state_path, host, {**drained, **new})

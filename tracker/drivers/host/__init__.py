@@ -70,15 +70,7 @@ class HostDriver(base.Driver):
         added to the drains file, which the layout reads."""
         failing = self.health.failing(
             host.pci_devices, {a for i in instances for a in i.pci_addresses})
-        state_path = self.conf.tracker.state_path
-        if not failing or not state_path:
-            return
-        drained = drains.load(state_path, self.conf.host)
-        new = {a: r for a, r in failing.items() if a not in drained}
-        if new:
-            for address, reason in sorted(new.items()):
-                LOG.warning('device %s drained: %s', address, reason)
-            drains.save(state_path, self.conf.host, {**drained, **new})
+        drains.add(self.conf.tracker.state_path, self.conf.host, failing)
 
     def instances(self) -> list[facts.InstanceFacts]:
         path = self.conf.tracker.instances_file

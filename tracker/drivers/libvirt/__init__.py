@@ -19,8 +19,9 @@ the pool volume's, else libvirt's block info, else the image header (a
 sparse qcow2 file is much smaller than its disk). Each disk is rounded up
 to whole GiB, as nova sizes flavor disks.
 
-When the connection drops (libvirtd restarted) a discovery reconnects once
-and starts again.
+Devices libvirt shows failing (removed or unbound while allocated) are
+drained (``health``). When the connection drops (libvirtd restarted) a
+discovery reconnects once and starts again.
 """
 from collections.abc import Callable
 import logging
@@ -31,6 +32,7 @@ from oslo_config import cfg
 
 from tracker import nova_opts
 from tracker.drivers import base
+from tracker.drivers import drains
 from tracker.drivers import facts
 from tracker.drivers import image
 from tracker.drivers import layout
@@ -40,6 +42,7 @@ from tracker.drivers.host import disk as host_disk
 from tracker.drivers.host import numa as host_numa
 from tracker.drivers.host import sysfs
 from tracker.drivers.libvirt import capabilities
+from tracker.drivers.libvirt import health
 from tracker.drivers.libvirt import parse
 
 LOG = logging.getLogger(__name__)
@@ -65,6 +68,7 @@ class LibvirtDriver(base.Driver):
         self.uri = nova_opts.connection_uri(conf)
         self.connection: libvirt.virConnect | None = None
         self._warned_read_only = False
+        self.health = health.NodeDeviceHealth()
 
     def _connect(self) -> libvirt.virConnect:
         if self.connection is None:
@@ -111,10 +115,12 @@ class LibvirtDriver(base.Driver):
 
     def _discover(self, conn: libvirt.virConnect) -> base.HostSnapshot:
         host = self.host_facts(conn)
-        tree = layout.Layout(host, self.conf)
-        instances = [self.instance(conn, dom)
-                     for dom in conn.listAllDomains(0)]
-        return tree.snapshot([i for i in instances if i is not None])
+        instances = [i for i in (self.instance(conn, dom)
+                                 for dom in conn.listAllDomains(0)) if i is not None]
+        # a failing device is drained before the layout reads the drains
+        drains.add(self.conf.tracker.state_path, self.conf.host, self.health.failing(
+            host.pci_devices, {a for i in instances for a in i.pci_addresses}))
+        return layout.Layout(host, self.conf).snapshot(instances)
 
     # -- host --------------------------------------------------------------
 

@@ -115,7 +115,8 @@ def _numa_nodes(root: ET.Element) -> list[facts.NumaNode]:
 
 def pci_device(text: str) -> facts.PciDevice | None:
     """A PciDevice from a node device's XML (capability type='pci')."""
-    cap = _xml(text, 'node device').find("capability[@type='pci']")
+    root = _xml(text, 'node device')
+    cap = root.find("capability[@type='pci']")
     if cap is None:
         return None
     physfn = cap.find("capability[@type='phys_function']/address")
@@ -132,7 +133,9 @@ def pci_device(text: str) -> facts.PciDevice | None:
                  cap.findall("capability[@type='virt_functions']/address")],
         mdev_types={_attr(t, 'id', 'an mdev type id'):
                     int(t.findtext('availableInstances', '0'))
-                    for t in cap.findall("capability[@type='mdev_types']/type")})
+                    for t in cap.findall("capability[@type='mdev_types']/type")},
+        # libvirt shows the bound kernel driver; none when unbound
+        driver=(root.findtext('driver/name') or '').strip())
 
 
 def mdev(text: str, parents: dict[str, str]) -> facts.Mdev:
