@@ -374,6 +374,8 @@ class Agent(service.ServiceBase):  # type: ignore[misc, unused-ignore]
             self._start_rpc()
         if opts.hardware_events and driver.name in ('host', 'libvirt'):
             self._start_hardware_monitor()
+        if opts.hardware_events:      # the driver's own (libvirt's node devices)
+            driver.watch(self.trigger)
         self._thread = threading.Thread(target=self._loop, name='tracker-cycle',
                                         daemon=True)
         self._thread.start()

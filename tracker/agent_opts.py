@@ -34,7 +34,9 @@ tracker_opts: list[cfg.Opt] = [
                      'refresh and audit requests.'),
     cfg.BoolOpt('hardware_events', default=True,
                 help='Run a cycle as soon as udev reports a PCI, mediated '
-                     'device or disk change (host and libvirt drivers).'),
+                     'device or disk change (host and libvirt drivers), or '
+                     'libvirt a node device removed (libvirt driver: an '
+                     'allocated one is drained).'),
     cfg.PortOpt('metrics_port', default=0,
                 help='Serve Prometheus metrics on this port; 0 disables.'),
     cfg.HostAddressOpt('metrics_host', default='127.0.0.1',

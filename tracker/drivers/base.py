@@ -6,6 +6,7 @@ which instances run on it, consuming what from which provider. Drivers
 never speak HTTP.
 """
 import abc
+from collections.abc import Callable
 import dataclasses
 from typing import ClassVar
 
@@ -65,6 +66,10 @@ class Driver(abc.ABC):
         has one of its own (the fake driver's file); None: the agent's
         ([compute] host, else the machine's name)."""
         return None
+
+    def watch(self, trigger: Callable[[str], None]) -> None:
+        """Call ``trigger(why)`` on the source's own events that should run
+        a cycle early (libvirt's node-device removals); the default has none."""
 
     def close(self) -> None:
         """Release connections; the default holds none."""

@@ -4,12 +4,16 @@ the test edits between discoveries (a new connection reads it again), and
 a node-device removal event."""
 import json
 import os
+import threading
+import time
 
+import libvirt
 import pytest
 
 from tracker.drivers import drains
 from tracker.drivers.layout import device_uuid
 from tracker.drivers.libvirt import LibvirtDriver
+from tracker.drivers.libvirt import events
 from tracker.drivers.libvirt import health
 from tracker.drivers.libvirt import parse
 
@@ -92,6 +96,7 @@ def test_gone_while_allocated_drains(conf, host):
     show('gone')
     snapshot = driver.discover()
     assert snapshot.drained == {NVME: 'gone from the host while allocated'}
+    assert drains.load(conf.tracker.state_path, 'node1') == snapshot.drained
     assert nvme_provider(snapshot) is None       # placement keeps it (sync.keep)
 
 
@@ -102,3 +107,30 @@ def test_a_removal_event_drains_with_its_reason(conf, host):
     driver.health.device_removed(NVME)
     driver.health.device_removed('0000:00:1f.0')     # not allocated: not drained
     assert driver.discover().drained == {NVME: health.REMOVED}
+
+
+def test_node_device_removal_events():
+    """libvirt's test driver deletes no PCI device (its destroy keeps
+    them): a vHBA it creates and destroys carries the event through; the
+    PCI name is mapped on its own."""
+    removed, seen = [], threading.Event()
+    watcher = events.NodeDeviceEvents(
+        'test:///default', lambda name: (removed.append(name), seen.set()))
+    assert watcher.start()
+    try:
+        conn = libvirt.open('test:///default')      # the same host as the watcher's
+        vhba = conn.nodeDeviceCreateXML(
+            "<device><parent>scsi_host1</parent><capability type='scsi_host'>"
+            "<capability type='fc_host'><wwnn>2000000012341234</wwnn>"
+            "<wwpn>1000000012341234</wwpn></capability></capability></device>", 0)
+        name = vhba.name()
+        vhba.destroy()
+        deadline = time.monotonic() + 10
+        while not seen.wait(0.1) and time.monotonic() < deadline:
+            pass
+        assert removed == [name]
+        conn.close()
+    finally:
+        watcher.stop()
+    assert events.pci_address('pci_0000_05_00_0') == NVME
+    assert events.pci_address(name) is None

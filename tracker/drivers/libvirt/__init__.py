@@ -42,6 +42,7 @@ from tracker.drivers.host import disk as host_disk
 from tracker.drivers.host import numa as host_numa
 from tracker.drivers.host import sysfs
 from tracker.drivers.libvirt import capabilities
+from tracker.drivers.libvirt import events
 from tracker.drivers.libvirt import health
 from tracker.drivers.libvirt import parse
 
@@ -69,6 +70,7 @@ class LibvirtDriver(base.Driver):
         self.connection: libvirt.virConnect | None = None
         self._warned_read_only = False
         self.health = health.NodeDeviceHealth()
+        self.events: events.NodeDeviceEvents | None = None
 
     def _connect(self) -> libvirt.virConnect:
         if self.connection is None:
@@ -90,7 +92,22 @@ class LibvirtDriver(base.Driver):
         except libvirt.libvirtError:
             return False
 
+    def watch(self, trigger: Callable[[str], None]) -> None:
+        """Node-device removals: the device noted for the health judge (an
+        allocated one is drained), and a cycle now."""
+        def removed(name: str) -> None:
+            address = events.pci_address(name)
+            if address is not None:
+                self.health.device_removed(address)
+                trigger('libvirt node device %s removed' % name)
+        self.events = events.NodeDeviceEvents(self.uri, removed)
+        if not self.events.start():
+            self.events = None
+
     def close(self) -> None:
+        if self.events is not None:
+            self.events.stop()
+            self.events = None
         if self.connection is not None:
             try:
                 self.connection.close()
