@@ -29,8 +29,15 @@ def test_a_provider_holding_allocations_is_kept_and_reported(placement):
     result = client.sync(host()[:2] + [host()[3]])      # NUMA1 and GPU1 gone
     assert (GPU1, 'holds allocations') in result.kept
     assert (NUMA1, 'has children that are kept') in result.kept
-    assert [type(e) for e in result.errors] == [errors.ProviderInUse]
+    assert result.errors == []        # kept on purpose, reserved (test_device_kept.py)
     assert get(placement, '/resource_providers/%s' % GPU1)['uuid'] == GPU1
+    # the next sync writes nothing: GPU1 stays under NUMA1, both closed
+    marker = placement.count()
+    assert client.sync(host()[:2] + [host()[3]]).errors == []
+    assert [m for m, _ in placement.since(marker) if m != 'GET'] == []
+    assert get(placement, '/resource_providers/%s' % GPU1)['parent_provider_uuid'] == NUMA1
+    inventories = get(placement, '/resource_providers/%s/inventories' % NUMA1)['inventories']
+    assert all(i['reserved'] == i['total'] for i in inventories.values())
 
 def _vcpu_in_use_then_gone(placement):
     """A synced host whose root's VCPU holds an allocation, and the same

@@ -116,25 +116,26 @@ class ProviderSync:
         return tree_mod.ProviderTree(wanted + self.still_kept())
 
     def still_kept(self) -> list[Provider]:
-        """The kept providers some allocation still holds, as placement has
-        them (reserved = total); the others are let go, to be deleted."""
-        kept = []
+        """The kept providers some allocation still holds (and the kept
+        parents of those), as placement has them (reserved = total),
+        parents first; the others are let go, to be deleted."""
+        alive: set[str] = set()
         for uuid in sorted(self.known.kept):
-            held = self.tree.find(uuid)
-            if held is None or uuid in self.desired:      # gone, or back
-                del self.known.kept[uuid]
+            if uuid not in self.tree or uuid in self.desired:      # gone, or back
                 continue
-            root = self.tree.root_of(uuid)
-            holders = self.known.holders(uuid, root)
+            holders = self.known.holders(uuid, self.tree.root_of(uuid))
             if holders is None:          # not known now: ask placement
                 holders = set(resources.provider_allocations(self.http, uuid))
-            if not holders:
-                del self.known.kept[uuid]
-                continue
-            if held.parent_uuid not in self.desired:
-                held = dataclasses.replace(held, parent_uuid=None)
-            kept.append(held)
-        return kept
+            if holders:
+                alive.add(uuid)
+        for uuid in list(alive):
+            parent = self.tree.get(uuid).parent_uuid
+            while parent in self.known.kept and parent not in self.desired:
+                alive.add(parent)
+                parent = self.tree.get(parent).parent_uuid
+        for uuid in set(self.known.kept) - alive:
+            del self.known.kept[uuid]
+        return [p for p in self.tree.providers() if p.uuid in alive]
 
     # -- the steps -------------------------------------------------------
 
@@ -309,7 +310,8 @@ class ProviderSync:
         for provider in providers:            # children first
             if any(c.uuid in kept for c in self.tree.children(provider.uuid)):
                 kept.add(provider.uuid)
-                self.result.kept.append((provider.uuid, 'has children that are kept'))
+                if not self.keep(provider, 'has children that are kept'):
+                    self.result.kept.append((provider.uuid, 'has children that are kept'))
                 continue
             resp = resources.delete(self.http, provider.uuid)
             if resp.ok or resp.status == 404:
@@ -318,7 +320,8 @@ class ProviderSync:
                 self.result.deleted.append(provider.uuid)
                 continue
             kept.add(provider.uuid)
-            if resp.code == errors.PROVIDER_IN_USE and self.keep(provider):
+            if resp.code == errors.PROVIDER_IN_USE and self.keep(provider,
+                                                                 'holds allocations'):
                 continue
             reason = {errors.PROVIDER_IN_USE: 'holds allocations',
                       errors.CANNOT_DELETE_PARENT: 'has children'}.get(
@@ -330,7 +333,7 @@ class ProviderSync:
                 provider.uuid))
             LOG.warning('provider %s kept: %s', provider.name, reason)
 
-    def keep(self, provider: Provider) -> bool:
+    def keep(self, provider: Provider, why: str) -> bool:
         """Keep a provider placement refused to delete for its allocations:
         no new allocation (reserved = total), the old ones untouched."""
         held = self.tree.get(provider.uuid)
@@ -345,8 +348,8 @@ class ProviderSync:
                              if 'inventories' in body else closed,
                              generation=body.get('resource_provider_generation',
                                                  held.generation))
-        self.known.kept[provider.uuid] = 'holds allocations'
-        self.result.kept.append((provider.uuid, 'holds allocations'))
+        self.known.kept[provider.uuid] = why
+        self.result.kept.append((provider.uuid, why))
         LOG.warning('provider %s (%s) gone from the host but kept, reserved, '
                     'while allocations hold it', provider.name, provider.uuid)
         return True
