@@ -354,6 +354,9 @@ def _drift(snapshot: HostSnapshot, client: 'ReportClient', authoritative: bool
                             client.managed_providers(snapshot.root.uuid), uuids)
     drift = compute_drift(snapshot, [p for p in providers if p.uuid not in uuids],
                           allocations)
+    drift += [Drift('provider_kept_open', k.uuid, k.name, {
+                  'reason': k.reason, 'consumers': k.consumers})
+              for k in kept if not k.closed]
     if not authoritative:
         # Consumers the host does not know are not its business then.
         drift = [d for d in drift if d.kind != 'allocation_orphan']

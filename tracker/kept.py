@@ -2,10 +2,12 @@
 
 A device's provider that the host no longer reports (removed from [pci]
 device_spec, or gone from the host) stays while a running instance holds
-it (tracker/placement/sync.py, ``keep``). That is no drift: the audit
-names it, says why and who holds it; the instance's part on it is not
-judged either. An orphan's part is drift as ever: the sync removes it,
-and the provider with it.
+it (tracker/placement/sync.py, ``keep``), every inventory reserved at
+its total. That is no drift: the audit names it, says why and who holds
+it; the instance's part on it is not judged either. Until the sync has
+closed it (reserved below total), it is drift too (provider_kept_open).
+An orphan's part is drift as ever: the sync removes it, and the provider
+with it.
 """
 from collections.abc import Iterable
 import dataclasses
@@ -22,6 +24,7 @@ class KeptDevice:
     address: str
     reason: str
     consumers: list[str]
+    closed: bool = True       # every inventory reserved at its total
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -59,5 +62,7 @@ def find(snapshot: HostSnapshot, providers: Iterable[Provider],
         where = address(provider.name, snapshot.hostname)
         reason = ('no longer in [pci] device_spec' if where in snapshot.host_devices
                   else 'gone from the host')
-        kept.append(KeptDevice(provider.uuid, provider.name, where, reason, holders))
+        closed = all(i['reserved'] >= i['total'] for i in provider.inventories.values())
+        kept.append(KeptDevice(provider.uuid, provider.name, where, reason, holders,
+                               closed))
     return kept

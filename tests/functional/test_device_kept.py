@@ -105,7 +105,7 @@ def test_allocated_device_kept_until_its_last_allocation_goes(
     assert report.in_sync, report.as_text()
     assert [k.as_dict() for k in report.kept] == [{
         'uuid': GPU, 'name': 'node1_0000:81:00.0', 'address': ADDRESS,
-        'reason': why, 'consumers': [VM]}]
+        'reason': why, 'consumers': [VM], 'closed': True}]
     assert ('  node1_0000:81:00.0 (%s): %s, held by %s' % (ADDRESS, why, VM)
             in report.as_text().splitlines())
 
@@ -154,3 +154,18 @@ def test_kept_across_an_agent_restart(placement, conf):  # noqa: F811 (fixture)
     marker = placement.count()
     cycle(client, conf, [vm()])
     assert writes(placement, marker) == []
+
+
+def test_the_audit_finds_a_kept_device_still_open(placement, conf):  # noqa: F811 (fixture)
+    """Out of the spec, not yet closed by a sync: drift the repair mends
+    by the sync's own rule (one refused DELETE, reserved = total)."""
+    client = placement.client()
+    cycle(client, conf, [vm()])
+    conf.set_override('device_spec', [OTHER_SPEC], 'pci')
+    report = audit.audit(discover(conf, [vm()]), client, fix=True)
+    assert [(d.kind, d.uuid) for d in report.drift] == [('provider_kept_open', GPU)]
+    assert [(w['method'], w['path']) for w in report.writes] == [
+        ('DELETE', '/resource_providers/%s' % GPU),
+        ('PUT', '/resource_providers/%s/inventories' % GPU)]
+    assert report.remaining == [] and report.exit_code == 0
+    assert held(placement) == {RC: 1} and gpu_inventory(placement)['reserved'] == 1
