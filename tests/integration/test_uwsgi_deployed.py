@@ -1,7 +1,7 @@
 """placement served by uWSGI as Kolla-Ansible and OpenStack-Helm serve it
 (tests/integration/uwsgi.py renders their inis): probed as they probe it,
-several processes seeing each other's writes at once, and metrics whole
-across processes. Upstream's gabbi suite under both inis is
+several processes (Kolla) or pods of one process (Helm) seeing each
+other's writes at once, and metrics whole and alike across them. Upstream's gabbi suite under both inis is
 tests/conformance/test_upstream_gabbi.py's."""
 import glob
 import os
@@ -153,3 +153,43 @@ def test_processes_share_writes_and_metrics(mysql_url, tmp_path):
         assert _capacity(again) == _capacity(scrape)
     finally:
         assert server.stop() == 0, server.log()[-3000:]
+
+
+def test_helm_pods_share_writes_and_metrics(tmp_path):
+    """OpenStack-Helm scales by pods of one process each: two of them on
+    one database see each other's writes at once and scrape alike."""
+    test_db = databases.TestDatabase('postgresql', str(tmp_path))
+    options = {('capacity', 'consumer_allocations'): 'true'}
+    pods = []
+    try:
+        for n in range(2):
+            pods.append(uwsgi.UwsgiServer(test_db.url, str(tmp_path / ('pod%d' % n)),
+                                          flavour='helm', options=options,
+                                          sync_db=n == 0).start())
+
+        def call(pod, method, path, body=None):
+            resp = requests.request(method, pod.url + path, json=body,
+                                    headers=servers.ADMIN_1_39, timeout=60)
+            assert resp.status_code < 300, (method, path, resp.status_code, resp.text)
+            return resp.json() if resp.content else None
+
+        made = []
+        for i in range(6):
+            writer, reader = pods[i % 2], pods[1 - i % 2]
+            rp = call(writer, 'POST', '/resource_providers', {
+                'name': 'cn%d' % i, 'uuid': str(uuid.uuid4())})['uuid']
+            call(writer, 'PUT', '/resource_providers/%s/inventories' % rp, {
+                'resource_provider_generation': 0, 'inventories': {'VCPU': {'total': 8}}})
+            call(writer, 'PUT', '/allocations/%s' % uuid.uuid4(), {
+                'allocations': {rp: {'resources': {'VCPU': 1 + i}}}, 'project_id': 'p',
+                'user_id': 'u', 'consumer_generation': None, 'consumer_type': 'INSTANCE'})
+            made.append(rp)
+            found = call(reader, 'GET', '/allocation_candidates?resources=VCPU:1')
+            assert sorted(found['provider_summaries']) == sorted(made)
+        scrapes = [_capacity(requests.get(pod.metrics_url, timeout=60).text) for pod in pods]
+        assert scrapes[0] == scrapes[1]
+        assert len([line for line in scrapes[0] if line.startswith(ALLOCATIONS)]) == 6
+    finally:
+        for pod in pods:
+            assert pod.stop() == 0, pod.log()[-3000:]
+        test_db.drop()
