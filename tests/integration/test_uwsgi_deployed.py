@@ -1,7 +1,8 @@
 """placement served by uWSGI as Kolla-Ansible and OpenStack-Helm serve it
 (tests/integration/uwsgi.py renders their inis): probed as they probe it,
 several processes (Kolla) or pods of one process (Helm) seeing each
-other's writes at once, and metrics whole and alike across them. Upstream's gabbi suite under both inis is
+other's writes at once, and metrics whole and alike across them.
+Upstream's gabbi suite under both inis is
 tests/conformance/test_upstream_gabbi.py's."""
 import glob
 import os
