@@ -7,11 +7,14 @@ its users' dashboards and alerts work unchanged::
     openstack_placement_resource_reserved{hostname, resourcetype}
     openstack_placement_resource_allocation_ratio{hostname, resourcetype}
     openstack_placement_resource_usage{hostname, resourcetype}
-    openstack_placement_resource_generation{hostname}   every provider
+    openstack_placement_resource_generation{hostname, resourcetype}
+    openstack_placement_resource_provider_allocations{hostname, resourcetype, uuid}
+        what consumer ``uuid`` holds, with [capacity] consumer_allocations
 
 (``hostname`` is the provider's name, as the exporter sets it; a nested
-provider -- a NUMA cell, a PF -- is its own series as there.) Beyond the
-exporter:
+provider -- a NUMA cell, a PF -- is its own series as there. Read from
+openstack-exporter's exporters/placement.go at a94a54f, 2026-08-06.)
+Beyond the exporter:
 
     openstack_placement_flavor_fits{flavor}                  summed over hosts
     openstack_placement_flavor_host_fits{flavor, hostname}   per root provider
@@ -31,6 +34,7 @@ import threading
 from oslo_config import cfg
 
 from placement_server import view as view_mod
+from placement_server.capacity import consumers as consumers_mod
 from placement_server.capacity import figures
 from placement_server.capacity import flavors as flavors_mod
 from placement_server.capacity import inventory
@@ -49,6 +53,7 @@ HELP = {
     'usage': 'Allocated of the inventory.',
 }
 GENERATION = PREFIX + 'generation'
+ALLOCATIONS = PREFIX + 'provider_allocations'
 FITS = 'openstack_placement_flavor_fits'
 HOST_FITS = 'openstack_placement_flavor_host_fits'
 FREE = PREFIX + 'free'
@@ -73,11 +78,12 @@ class Exporter:
     """The capacity series of one database, as exposition text."""
 
     def __init__(self, db: object, flavors: list[flavors_mod.Flavor], series: str = 'host',
-                 max_hosts: int = 0) -> None:
+                 max_hosts: int = 0, consumer_allocations: bool = False) -> None:
         self.db = db
         self.flavors = flavors
         self.series = series
         self.max_hosts = max_hosts
+        self.consumer_allocations = consumer_allocations
         self.trees = figures.Trees(flavors)
         self._warned = False
         self._last: tuple[object, bytes] | None = None
@@ -90,14 +96,16 @@ class Exporter:
                 view.refresh(conn)
                 raw = inventory.current(view, conn)
                 trees = self.trees.current(view, raw)
+                held = (consumers_mod.current(view, conn).of
+                        if self.consumer_allocations and self.series == 'host' else None)
                 # Unchanged since the last scrape: the same text.
                 key = (view.version, id(view.class_ids), id(view.trait_ids))
                 if self._last is None or self._last[0] != key:
-                    self._last = (key, self.render(view, trees))
+                    self._last = (key, self.render(view, trees, held))
                 return self._last[1]
 
-    def render(self, view: view_mod.ResourceView, trees: dict[int, figures.TreeFigures]
-               ) -> bytes:
+    def render(self, view: view_mod.ResourceView, trees: dict[int, figures.TreeFigures],
+               held: consumers_mod.Held | None = None) -> bytes:
         series = self.series
         if series == 'host' and self.max_hosts and len(view.classes_of) > self.max_hosts:
             if not self._warned:
@@ -114,6 +122,8 @@ class Exporter:
             for i, name in enumerate(EXPORTER):
                 out += [_header(PREFIX + name, HELP[name]).encode(), running.column(i)]
             out.append(self._generations(view))
+            if held is not None:
+                out.append(self._allocations(view, held))
         else:
             out += (line.encode() for line in self._summed(
                 view, [trees[root] for root in sorted(trees)], series == 'aggregate'))
@@ -132,12 +142,32 @@ class Exporter:
 
     @staticmethod
     def _generations(view: view_mod.ResourceView) -> bytes:
-        details = view.details
-        return (_header(GENERATION, "The provider's generation (openstack-exporter: "
-                                    'resource_generation).')
-                + ''.join('%s{hostname="%s"} %d\n' % (GENERATION, _label(details[rp][0]),
-                                                        row.generation)
-                          for rp, row in sorted(view.rows.items()))).encode()
+        # The exporter repeats the provider's generation for each class of
+        # its inventory (a provider without inventory has none).
+        details, names = view.details, view.class_names
+        out = [_header(GENERATION, "The provider's generation, per class of its inventory "
+                                   '(openstack-exporter: resource_generation).')]
+        for rp, row in sorted(view.rows.items()):
+            host = _label(details[rp][0])
+            out += ('%s{hostname="%s",resourcetype="%s"} %d\n' % (
+                GENERATION, host, _label(names.get(rc, str(rc))), row.generation)
+                for rc in sorted(view.classes_of.get(rp, ())))
+        return ''.join(out).encode()
+
+    @staticmethod
+    def _allocations(view: view_mod.ResourceView, held: consumers_mod.Held) -> bytes:
+        details, names = view.details, view.class_names
+        out = [_header(ALLOCATIONS, 'What the consumer (uuid) holds of the class on the '
+                                    'provider (openstack-exporter: '
+                                    'resource_provider_allocations).')]
+        for rp in sorted(held):
+            if rp not in details:   # made after the view's refresh: the next scrape
+                continue
+            host = _label(details[rp][0])
+            out += ('%s{hostname="%s",resourcetype="%s",uuid="%s"} %d\n' % (
+                ALLOCATIONS, host, _label(names.get(rc, str(rc))), _label(consumer), used)
+                for consumer, rc, used in sorted(held[rp]))
+        return ''.join(out).encode()
 
     def _tree_text(self, view: view_mod.ResourceView, tree: figures.TreeFigures
                    ) -> list[bytes]:
@@ -207,7 +237,8 @@ def install(conf: cfg.ConfigOpts, db: object) -> Exporter:
     wherever and on whichever port it is served). A flavor option that
     says no flavor is refused here, when the application is built."""
     exporter = Exporter(db, flavors_mod.parse_all(list(conf.capacity.flavor)),
-                        conf.capacity.series, conf.capacity.max_hosts)
+                        conf.capacity.series, conf.capacity.max_hosts,
+                        conf.capacity.consumer_allocations)
     with _LOCK:
         _INSTALLED[:] = [exporter]
     return exporter

@@ -26,6 +26,14 @@ capacity_opts = [
         help='With series = host, a cloud with more providers holding '
              'inventory than this is shown per aggregate instead (a bound '
              'on series for very large clouds); 0: no bound.'),
+    cfg.BoolOpt(
+        'consumer_allocations', default=False,
+        help="With series = host (and within max_hosts), also one series per "
+             "provider, consumer and class, as openstack-exporter's "
+             'openstack_placement_resource_provider_allocations{hostname, '
+             'resourcetype, uuid} (uuid: the consumer). Off by default: the '
+             'number of series grows with the number of consumers, and each '
+             'scrape renders them all.'),
 ]
 
 

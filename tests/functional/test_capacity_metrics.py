@@ -9,14 +9,15 @@ from placement_server.capacity import flavors
 from placement_server.capacity import metrics
 from tests.functional.client import make_provider
 
-# openstack-exporter's placement capacity metrics (its README's table):
-# name -> label names
+# openstack-exporter's placement capacity metrics (exporters/placement.go
+# at a94a54f, 2026-08-06, and its README's table): name -> label names
 EXPORTER_SERIES = {
     'openstack_placement_resource_total': {'hostname', 'resourcetype'},
     'openstack_placement_resource_reserved': {'hostname', 'resourcetype'},
     'openstack_placement_resource_allocation_ratio': {'hostname', 'resourcetype'},
     'openstack_placement_resource_usage': {'hostname', 'resourcetype'},
-    'openstack_placement_resource_generation': {'hostname'},
+    # per class of the provider's inventory, as the exporter emits it
+    'openstack_placement_resource_generation': {'hostname', 'resourcetype'},
 }
 
 
@@ -105,8 +106,12 @@ def test_generations_equal_the_apis(api, database, cloud):
     exporter = metrics.Exporter(database, [])
     for _ in range(2):
         listed = api.get('/resource_providers', version='1.39').json['resource_providers']
+        # a provider without inventory has none, as with the exporter
         assert scrape(exporter)['openstack_placement_resource_generation'] == {
-            frozenset({'hostname': rp['name']}.items()): rp['generation'] for rp in listed}
+            frozenset({'hostname': rp['name'], 'resourcetype': rc}.items()): rp['generation']
+            for rp in listed
+            for rc in api.get('/resource_providers/%s/inventories' % rp['uuid'],
+                              version='1.39').json['inventories']}
         claim(api, {cloud['cn2_numa0']: {'VCPU': 1}})   # moves the generation
 
 
@@ -175,3 +180,55 @@ def test_a_flavor_that_says_no_flavor_is_refused():
         flavors.parse_all(['a: VCPU=1', 'a: VCPU=2'])
     assert flavors.parse(' m1: resources:VCPU=2,MEMORY_MB=0 ') == flavors.Flavor(
         'm1', (('VCPU', 2),))
+
+
+# openstack-exporter's per-consumer series (exporters/placement.go at
+# a94a54f, 2026-08-06: resource_provider_allocations, a gauge labelled
+# hostname, uuid, resourcetype), behind [capacity] consumer_allocations.
+ALLOCATIONS = 'openstack_placement_resource_provider_allocations'
+
+
+def api_allocations(api):
+    """{(hostname, consumer, class): amount} from each provider's
+    allocations, as the exporter reads them."""
+    seen = {}
+    for rp in api.get('/resource_providers', version='1.39').json['resource_providers']:
+        held = api.get('/resource_providers/%s/allocations' % rp['uuid'],
+                       version='1.39').json['allocations']
+        for consumer, alloc in held.items():
+            for rc, amount in alloc['resources'].items():
+                seen[(rp['name'], consumer, rc)] = amount
+    return seen
+
+
+def test_consumer_allocations_only_with_the_option(api, database, cloud):
+    assert ALLOCATIONS not in scrape(metrics.Exporter(database, []))
+    found = scrape(metrics.Exporter(database, [], consumer_allocations=True))
+    assert {frozenset(dict(k)) for k in found[ALLOCATIONS]} == {
+        frozenset({'hostname', 'uuid', 'resourcetype'})}
+    # per host only: summed series have no hosts to name
+    assert ALLOCATIONS not in scrape(metrics.Exporter(
+        database, [], series='cloud', consumer_allocations=True))
+
+
+def test_consumer_allocations_equal_the_apis(api, database, cloud):
+    exporter = metrics.Exporter(database, [], consumer_allocations=True)
+    moved, generation = str(uuid.uuid4()), None
+    for step in range(3):
+        found = {(dict(k)['hostname'], dict(k)['uuid'], dict(k)['resourcetype']): v
+                 for k, v in scrape(exporter)[ALLOCATIONS].items()}
+        assert found == api_allocations(api) and found, step
+        # then a new consumer, one moved to another provider, one removed:
+        # the view's changed trees are read again
+        claim(api, {cloud['cn2']: {'MEMORY_MB': 100 + step}})
+        target = cloud['cn1'] if step == 0 else cloud['cn2_numa0']
+        resp = api.put('/allocations/%s' % moved, {
+            'allocations': {target: {'resources': {'VCPU': 1 + step}}},
+            'project_id': 'p', 'user_id': 'u', 'consumer_generation': generation},
+            version='1.28')
+        assert resp.status_int == 204, resp.body
+        generation = 1 if generation is None else generation + 1
+        if step == 1:
+            assert api.delete('/allocations/%s' % moved).status_int == 204
+            moved, generation = str(uuid.uuid4()), None
+

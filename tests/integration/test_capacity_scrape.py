@@ -59,7 +59,7 @@ def _replace_a_worker(master):
 
 def test_the_metrics_port_shows_capacity(placement_servers, database, tmp_path):
     conf = tmp_path / 'placement.conf'
-    conf.write_text('[capacity]\nflavor = %s\n' % FLAVOR)
+    conf.write_text('[capacity]\nflavor = %s\nconsumer_allocations = true\n' % FLAVOR)
     port = upstream.free_port()
     server, = placement_servers(database.url, workers=2,
                                 config_file=str(conf),
@@ -73,7 +73,8 @@ def test_the_metrics_port_shows_capacity(placement_servers, database, tmp_path):
                   hostname=name, resourcetype='VCPU') == 8
     assert _value(text, 'openstack_placement_flavor_fits', flavor='m1.small') == 2
     _replace_a_worker(server.proc.pid)
-    status, body = servers.call('PUT', '%s/allocations/%s' % (server.url, uuid.uuid4()), {
+    consumer = str(uuid.uuid4())
+    status, body = servers.call('PUT', '%s/allocations/%s' % (server.url, consumer), {
         'allocations': {rp: {'resources': {'VCPU': 2, 'MEMORY_MB': 2048}}},
         'project_id': 'p', 'user_id': 'u', 'consumer_generation': None,
         'consumer_type': 'INSTANCE'})
@@ -84,3 +85,7 @@ def test_the_metrics_port_shows_capacity(placement_servers, database, tmp_path):
     assert _value(text, 'openstack_placement_flavor_fits', flavor='m1.small') == 1
     assert _value(text, 'openstack_placement_flavor_host_fits',
                   flavor='m1.small', hostname=name) == 1
+    # the per-consumer series, from the master's own view, of a worker's write
+    for rc, amount in (('VCPU', 2), ('MEMORY_MB', 2048)):
+        assert _value(text, 'openstack_placement_resource_provider_allocations',
+                      hostname=name, resourcetype=rc, uuid=consumer) == amount

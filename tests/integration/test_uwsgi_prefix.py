@@ -1,9 +1,10 @@
 """Mounted as devstack mounts placement, under uwsgi, behind an HTTPS proxy.
 
 Both applications run under the same line, ``uwsgi --mount
-/placement=<module>:application --manage-script-name`` (uWSGI from PyPI,
-built into its own side virtualenv, ``.venv-uwsgi``, on first use: about a
-minute), with ``[oslo_middleware] enable_proxy_headers_parsing = true``.
+/placement=<module>:application --manage-script-name`` (the uwsgi of our
+virtualenv, from the test extras; ``--virtualenv`` points it at upstream's
+for theirs, the same Python), with ``[oslo_middleware]
+enable_proxy_headers_parsing = true``.
 Every Location and link must be upstream's. (uwsgi's HTTP socket takes
 the scheme from X-Forwarded-Proto itself; that the application's proxy
 handling works is tests/functional/test_proxy_prefix.py's.)
@@ -16,11 +17,10 @@ import pytest
 from tests import upstream
 from tests.integration import servers
 from tests.integration import test_server_facing
+from tests.integration import uwsgi
 
 pytestmark = pytest.mark.integration
 
-VENV = os.path.join(upstream.TOP, '.venv-uwsgi')
-PINS = ('uWSGI==2.0.31',)
 OUR_VENV = os.path.dirname(servers.BIN)
 
 
@@ -45,7 +45,7 @@ class UwsgiMount:
                        capture_output=True, env=upstream.clean_env(), timeout=300)
         with open(self.log_path, 'wb') as log:
             self.proc = subprocess.Popen(
-                [os.path.join(VENV, 'bin', 'uwsgi'), '--http-socket', '127.0.0.1:%d' % self.port,
+                [uwsgi.UWSGI, '--http-socket', '127.0.0.1:%d' % self.port,
                  '--master', '--processes', '2', '--need-app', '--die-on-term',
                  '--virtualenv', self.venv, '--mount', '/placement=%s' % self.module,
                  '--manage-script-name', '--env', 'OS_PLACEMENT_CONFIG_DIR=%s' % self.workdir],
@@ -59,7 +59,6 @@ class UwsgiMount:
 
 
 def test_under_uwsgi_mount_behind_a_proxy_links_as_upstream(tmp_path):
-    upstream.ensure_venv(VENV, PINS, marker_name='uwsgi-pins.txt', timeout=600)
     upstream.ensure_venv()
     theirs = UwsgiMount('upstream', upstream.VENV, 'placement.wsgi.api:application',
                         str(tmp_path), 'sqlite:///%s' % (tmp_path / 'upstream.sqlite'))

@@ -1,11 +1,25 @@
 """uWSGI as the deployment tools run placement, from our virtualenv's uwsgi.
 
-``kolla_ini`` is the ini Kolla-Ansible's service-uwsgi-config role renders
-for placement-api (its ``placement_wsgi`` module set to ours, HTTP on
-loopback, ``processes`` 2-5 here: Kolla's min(vCPUs, 5)); ``helm_ini`` is
-OpenStack-Helm's placement-api ini (one process, the stats port its probes
-read). ``UwsgiServer`` runs one of them as ``servers.Server`` runs
-placement-server: same url / metrics_url / start / stop.
+``ini(tool, ...)`` renders the ini each tool writes for placement-api, one
+rendering whose differences are the data in ``SETTINGS``, read from the
+tools' sources (not from memory):
+
+- Kolla-Ansible: ansible/roles/service-uwsgi-config/templates/uwsgi.ini.j2,
+  with placement's variables from ansible/roles/placement/tasks/config.yml
+  and defaults/main.yml (kolla-ansible 1a681814, 2026-08-19): the HTTP
+  router (``http``, not ``http-socket``), ``processes`` its min(vCPUs, 5),
+  keys in the template's order.
+- OpenStack-Helm: placement/values.yaml ``conf.placement_api_uwsgi`` and
+  placement/templates/configmap-etc.yaml (``http-socket`` 0.0.0.0 on the
+  API port), rendered by helm-toolkit's to_oslo_conf, keys sorted
+  (openstack-helm 0ee5adef, 2026-08-20). One process; readiness probes GET
+  / on the API port, liveness GET / on the stats port (deployment.yaml).
+
+What the tests change: ``module`` is ours (what an operator sets in
+``placement_wsgi``), addresses are loopback on free ports, Kolla's log file
+is the test's. ``LEFT_OUT`` says what is not written, and why.
+``UwsgiServer`` runs one of them as ``servers.Server`` runs placement-server:
+same url / metrics_url / start / stop.
 """
 import os
 import signal
@@ -18,42 +32,60 @@ from tests.integration import servers
 UWSGI = os.path.join(servers.BIN, 'uwsgi')
 MODULE = 'placement_server.wsgi_app:application'
 READY = "WSGI app 0 (mountpoint='') ready"
+TOOLS = ('kolla', 'helm')
+
+# (key, Kolla's value, Helm's value), in Kolla's template order; None: the
+# tool does not write the key. ``{listen}``, ``{processes}``, ``{stats}``,
+# ``{log}`` and ``{module}`` are filled per server.
+SETTINGS = [
+    ('add-header', 'Connection: close', 'Connection: close'),
+    ('buffer-size', '65535', '65535'),
+    ('die-on-term', 'true', 'true'),
+    ('enable-threads', 'true', 'true'),
+    ('exit-on-reload', 'false', 'false'),
+    ('hook-master-start', 'unix_signal:15 gracefully_kill_them_all',
+     'unix_signal:15 gracefully_kill_them_all'),
+    ('http', '{listen}', None),
+    ('http-socket', None, '{listen}'),
+    ('http-auto-chunked', 'true', None),
+    ('http-chunked-input', 'true', None),
+    ('http-raw-body', 'true', None),
+    ('lazy-apps', 'true', 'true'),
+    ('log-x-forwarded-for', None, 'true'),
+    ('logto2', '{log}', None),
+    ('master', 'true', 'true'),
+    ('module', '{module}', '{module}'),
+    ('procname-prefix-spaced', None, 'placement-api:'),
+    ('processes', '{processes}', '1'),
+    # wants uWSGI built with PCRE; the one pip builds here has none, says
+    # "no internal routing support" and logs the probe like any request
+    ('route-user-agent', None, '^kube-probe.* donotlog:'),
+    ('socket-timeout', '30', None),
+    ('stats', None, '{stats}'),
+    ('stats-http', None, 'true'),
+    ('thunder-lock', 'true', 'true'),
+    ('worker-reload-mercy', '80', '80'),
+    ('static-map', '/static=/var/lib/kolla/venv/lib/python3/site-packages/static', None),
+]
+SORTED = {'kolla': False, 'helm': True}   # helm-toolkit's to_oslo_conf sorts keys
+LEFT_OUT = {
+    'kolla': {
+        'plugins-dir': "the distribution package's plugin directory",
+        'plugins': "python3: the distribution's plugin; PyPI's uWSGI has Python built in",
+        'uid': 'placement: the tests run as whoever runs them',
+    },
+    'helm': {},
+}
 
 
-def kolla_ini(port, processes):
-    return [('add-header', 'Connection: close'),
-            ('buffer-size', '65535'),
-            ('die-on-term', 'true'),
-            ('enable-threads', 'true'),
-            ('exit-on-reload', 'false'),
-            ('hook-master-start', 'unix_signal:15 gracefully_kill_them_all'),
-            ('http-socket', '127.0.0.1:%d' % port),
-            ('lazy-apps', 'true'),
-            ('master', 'true'),
-            ('module', MODULE),
-            ('processes', str(processes)),
-            ('socket-timeout', '30'),
-            ('thunder-lock', 'true'),
-            ('worker-reload-mercy', '80')]
-
-
-def helm_ini(port, stats_port):
-    return [('add-header', 'Connection: close'),
-            ('buffer-size', '65535'),
-            ('die-on-term', 'true'),
-            ('enable-threads', 'true'),
-            ('exit-on-reload', 'false'),
-            ('hook-master-start', 'unix_signal:15 gracefully_kill_them_all'),
-            ('http-socket', '127.0.0.1:%d' % port),
-            ('lazy-apps', 'true'),
-            ('log-x-forwarded-for', 'true'),
-            ('master', 'true'),
-            ('module', MODULE),
-            ('processes', '1'),
-            ('stats', '127.0.0.1:%d' % stats_port),
-            ('stats-http', 'true'),
-            ('thunder-lock', 'true'),
-            ('worker-reload-mercy', '80')]
+def ini(tool, port, processes=1, stats_port=None, log_path=None, module=MODULE):
+    """[(key, value)] of ``tool``'s ini for placement-api on loopback."""
+    column = TOOLS.index(tool) + 1
+    fill = {'listen': '127.0.0.1:%d' % port, 'processes': str(processes),
+            'stats': '127.0.0.1:%s' % stats_port, 'log': log_path, 'module': module}
+    lines = [(row[0], row[column].format(**fill)) for row in SETTINGS
+             if row[column] is not None]
+    return sorted(lines) if SORTED[tool] else lines
 
 
 def write_ini(path, lines):
@@ -75,19 +107,18 @@ class UwsgiServer:
         self.metrics_port = upstream.free_port()
         self.metrics_url = 'http://127.0.0.1:%d/metrics' % self.metrics_port
         self.stats_port = upstream.free_port()
-        self.processes = processes if flavour == 'kolla' else 1
+        self.processes = processes
         self.options = dict(options or {})
         self.options[('api', 'metrics_port')] = self.metrics_port
         self.sync_db = sync_db
         self.conf_path = os.path.join(workdir, 'placement.conf')
         self.ini_path = os.path.join(workdir, 'placement-api-uwsgi.ini')
         self.log_path = os.path.join(workdir, 'uwsgi-%d.log' % self.port)
+        self.processes = int(dict(self.ini())['processes'])   # Helm's is always 1
         self.proc = None
 
     def ini(self):
-        if self.flavour == 'kolla':
-            return kolla_ini(self.port, self.processes)
-        return helm_ini(self.port, self.stats_port)
+        return ini(self.flavour, self.port, self.processes, self.stats_port, self.log_path)
 
     def start(self):
         os.makedirs(self.workdir, exist_ok=True)
