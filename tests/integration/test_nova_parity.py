@@ -101,6 +101,37 @@ def test_vgpu(trees):
         for name in ('compute1_pci_0000_81_00_0', 'compute1_pci_0000_81_01_0')]
 
 
+# shape -> {child provider: (MEM_ENCRYPTION_CONTEXT total, its trait)}
+MEM_ENCRYPTION = {
+    'amd_sev': {'amd_sev': (100, 'HW_CPU_X86_AMD_SEV')},
+    'amd_sev_es': {'amd_sev': (100, 'HW_CPU_X86_AMD_SEV'),
+                   'amd_sev_es': (15, 'HW_CPU_X86_AMD_SEV_ES')},
+    'amd_sev_snp': {'amd_sev': (100, 'HW_CPU_X86_AMD_SEV'),
+                    'amd_sev_snp': (15, 'HW_CPU_X86_AMD_SEV_SNP')},
+    'amd_sev_es_old_qemu': {'amd_sev': (100, 'HW_CPU_X86_AMD_SEV')},
+    'intel_tdx': {'intel_tdx': (63, 'HW_CPU_X86_INTEL_TDX')},
+    'intel_tdx_configured': {'intel_tdx': (7, 'HW_CPU_X86_INTEL_TDX')},
+}
+
+
+@pytest.mark.parametrize('shape', sorted(MEM_ENCRYPTION))
+def test_memory_encryption(trees, shape):
+    """nova 34's memory-encryption children '<root>_<model>' (SEV from
+    <sev>'s maxGuests, SEV-ES from maxESGuests with QEMU 8.0, SEV-SNP from
+    launchSecurity's sectypes on maxESGuests, TDX from the misc cgroup or
+    [libvirt] num_intel_tdx_guests), one MEM_ENCRYPTION_CONTEXT slot at a
+    time, the model's trait and OWNER_NOVA: the agent's are the same."""
+    found = trees[shape]
+    children = {name[len('compute1_'):]: p for name, p in found['nova'].items()
+                if name != 'compute1'}
+    assert {model: (p['inventories']['MEM_ENCRYPTION_CONTEXT']['total'],
+                    sorted(set(p['traits']) - {'OWNER_NOVA'})[0])
+            for model, p in children.items()} == MEM_ENCRYPTION[shape]
+    assert all(p['inventories']['MEM_ENCRYPTION_CONTEXT']['max_unit'] == 1
+               for p in children.values())
+    assert differences(found['nova'], found['agent']) == []
+
+
 @pytest.mark.parametrize('server', ['upstream', 'ours'])
 def test_nova_scheduler_finds_the_agents_host(trees, server):
     """nova 34's request for a qcow2 image asking virtio disk, NIC and

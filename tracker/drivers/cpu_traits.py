@@ -2,7 +2,10 @@
 
 Most flags map by name (avx2 -> HW_CPU_X86_AVX2, sse4_1 / sse4.1 ->
 HW_CPU_X86_SSE41); the table below holds the ones whose kernel or libvirt
-name differs from the trait's. Flags with no trait are ignored.
+name differs from the trait's. Flags with no trait are ignored. The
+memory-encryption flags (sev, sev_es, sev_snp) give no trait here: nova 34
+puts HW_CPU_X86_AMD_SEV* on the memory-encryption children only, where the
+kernel, QEMU and libvirt allow such guests too (``layout``).
 """
 from collections.abc import Iterable
 import re
@@ -25,8 +28,6 @@ _X86_ALIASES = {
     'SSBD': 'INTEL_SSBD',
     'IBPB': 'AMD_IBPB',
     'VIRTSSBD': 'AMD_VIRT_SSBD',
-    'SEV': 'AMD_SEV',
-    'SEVES': 'AMD_SEV_ES',
     'VAES': 'AVX512VAES',
     'GFNI': 'AVX512GFNI',
     'VPCLMULQDQ': 'AVX512VPCLMULQDQ',

@@ -40,6 +40,7 @@ from tracker.drivers.host import disk as host_disk
 from tracker.drivers.host import numa as host_numa
 from tracker.drivers.host import sysfs
 from tracker.drivers.libvirt import capabilities
+from tracker.drivers.libvirt import mem_encryption
 from tracker.drivers.libvirt import parse
 
 LOG = logging.getLogger(__name__)
@@ -143,13 +144,15 @@ class LibvirtDriver(base.Driver):
             if spec is not None)
         domain_conn = self._read_write()
         try:
-            host.traits |= capabilities.traits(
-                capabilities.Host(conn, caps_xml, self.conf.libvirt.virt_type,
-                                  domain_conn),
-                self.conf, remote_managed)
+            libvirt_host = capabilities.Host(
+                conn, caps_xml, self.conf.libvirt.virt_type, domain_conn)
         finally:
             if domain_conn is not None:
                 domain_conn.close()
+        host.traits |= capabilities.traits(libvirt_host, self.conf, remote_managed)
+        host.mem_encryption = mem_encryption.contexts(
+            [m.encryption for m in libvirt_host.host_machines()],
+            libvirt_host.arch, libvirt_host.qemu, self._paths(), self.conf)
         return host
 
     def _read_write(self) -> libvirt.virConnect | None:
@@ -162,7 +165,8 @@ class LibvirtDriver(base.Driver):
             if not self._warned_read_only:
                 LOG.warning('libvirt at %s refuses a read-write connection '
                             '(%s): no disk bus, video model, Secure Boot, TPM '
-                            'or emulated-architecture traits', self.uri, exc)
+                            'or emulated-architecture traits, and no memory '
+                            'encryption contexts', self.uri, exc)
                 self._warned_read_only = True
             return None
 
@@ -242,7 +246,8 @@ class LibvirtDriver(base.Driver):
                                        facts.GiB) for d in domain.disks),
             pci_addresses=domain.pci_addresses,
             mdev_uuids=domain.mdev_uuids, numa_node=domain.numa_node,
-            vcpu_pins=domain.vcpu_pins, cpu_policy=domain.cpu_policy)
+            vcpu_pins=domain.vcpu_pins, cpu_policy=domain.cpu_policy,
+            mem_encryption=domain.mem_encryption)
 
     def _local_disk_bytes(self, conn: libvirt.virConnect, dom: libvirt.virDomain,
                           disk: parse.Disk) -> int:
