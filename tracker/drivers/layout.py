@@ -36,7 +36,8 @@ One place decides, for every driver, what the tree looks like:
   model's HW_CPU_X86_* trait and OWNER_NOVA. nova before 2025.2 held that
   inventory on the root: the sync's reshape moves it, allocations
   included, to these children (each guest to its model's child, the host
-  says which; else the first, SEV's, as nova moves them).
+  says which; else the first, SEV's, as nova moves them), and its old
+  root trait HW_CPU_X86_AMD_SEV goes, whoever wrote it.
 
 Instances consume VCPU (PCPU for the vCPUs pinned to dedicated CPUs) and
 MEMORY_MB from the root (or from their NUMA node's provider: the node they
@@ -155,6 +156,8 @@ class Layout:
                                 facts.mem_encryption[model], max_unit=1)})
             for model, trait in MEM_ENCRYPTION_TRAITS.items()
             if facts.mem_encryption.get(model, 0) > 0}
+        if self.mem_encryption:     # the trait moved to SEV's child (nova 34)
+            self.root.retired_traits.add(MEM_ENCRYPTION_TRAITS['amd_sev'])
         # address -> reason, for the devices this tree reports
         self.drained: dict[str, str] = {}
         self._drain(drains.load(conf.tracker.state_path, self.host))
