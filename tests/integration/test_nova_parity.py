@@ -146,3 +146,16 @@ def test_nova_scheduler_finds_the_agents_host(trees, server):
     assert found['root_forbidden'] == ['COMPUTE_STATUS_DISABLED']
     assert found['agent_root'] in found['providers']
     assert len(found['providers']) == 2       # nova's compute1 too
+
+
+@pytest.mark.parametrize('server', ['upstream', 'ours'])
+def test_nova_scheduler_finds_the_agents_sev_es_context(trees, server):
+    """nova 34's request for an SEV-ES image (MEM_ENCRYPTION_CONTEXT with
+    HW_CPU_X86_AMD_SEV_ES required): placement offers the agent's host
+    with its SEV-ES child's context, as nova's own."""
+    found = trees['scheduler-sev-es-' + server]
+    assert 'required=HW_CPU_X86_AMD_SEV_ES' in found['query']
+    assert found['candidates'] == [
+        [[root, ['DISK_GB', 'MEMORY_MB', 'VCPU']],
+         [root + '_amd_sev_es', ['MEM_ENCRYPTION_CONTEXT']]]
+        for root in ('agent1', 'compute1')]

@@ -205,6 +205,44 @@ class Trees(base.ServersTestBase):
                 'root_required': sorted(spec.root_required),
                 'root_forbidden': sorted(spec.root_forbidden)})
 
+    def test_scheduler_finds_the_agents_sev_es_context(self):
+        """A nova 34 request for an SEV-ES guest (the image's
+        hw_mem_encryption_model, UEFI, q35): MEM_ENCRYPTION_CONTEXT with
+        the model's trait, on nova's host and the agent's alike."""
+        overrides = self._mem_encryption(
+            fakelibvirt.virConnect._domain_capability_features_with_SEV,
+            {'sev': True, 'sev-es': True, 'sev-snp': False})
+        hostname = self.start_compute(
+            'compute1', host_info=fakelibvirt.HostInfo(), qemu_version=8000000)
+        connection = self.computes[hostname].driver._host.get_connection()
+        tree, _ = agent_providers(connection, 'agent1', overrides)
+        write_tree(self.placement, tree)
+        spec = objects.RequestSpec(
+            flavor=objects.Flavor(vcpus=2, memory_mb=1024, root_gb=10,
+                                  ephemeral_gb=0, swap=0, extra_specs={},
+                                  name='sev-es'),
+            image=objects.ImageMeta.from_dict({
+                'disk_format': 'qcow2', 'properties': {
+                    'hw_firmware_type': 'uefi', 'hw_machine_type': 'q35',
+                    'hw_mem_encryption': True,
+                    'hw_mem_encryption_model': 'amd-sev-es'}}),
+            is_bfv=False, project_id='p', user_id='u',
+            availability_zone=None, requested_resources=[],
+            pci_requests=objects.InstancePCIRequests(requests=[]))
+        request_filter.process_reqspec(context.get_admin_context(), spec)
+        query = sched_utils.ResourceRequest.from_request_spec(
+            spec).to_querystring()
+        found = self.placement.get('/allocation_candidates?' + query,
+                                   version='1.39').body
+        names = {p['uuid']: p['name'] for p in self.placement.get(
+            '/resource_providers', version='1.39').body['resource_providers']}
+        record('scheduler-sev-es-' + os.environ.get('PLACEMENT_FIXTURE_APP',
+                                                    'upstream'),
+               {'query': query, 'candidates': sorted(
+                   sorted([names[rp], sorted(a['resources'])]
+                          for rp, a in req['allocations'].items())
+                   for req in found['allocation_requests'])})
+
     def _mem_encryption(self, features, kernel=None, misc_capacity=None):
         """The host's memory-encryption sources, one truth for both: the
         domain capabilities' <features>, the kvm_amd module's parameters
