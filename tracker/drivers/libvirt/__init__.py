@@ -3,13 +3,14 @@
 Host: getInfo (CPUs, memory), getCapabilities (arch, CPU features, NUMA
 cells; when libvirt shows no cells, e.g. its test driver, the NUMA nodes
 come from sysfs at [tracker] sysfs_root), the versions and domain
-capabilities behind nova's COMPUTE_* traits (``capabilities``). Devices: the node device API (PCI
+capabilities behind nova's COMPUTE_* traits (``capabilities``) and
+memory-encryption contexts (``mem_encryption``). Devices: the node device API (PCI
 devices with their SR-IOV links and mdev types, existing mdevs). DISK_GB:
 the [tracker] images_pool capacity, else the filesystem of [DEFAULT]
 instances_path. Instances: every defined domain (a stopped instance still
 holds its resources): vcpus and their pinning, memory, local disks, PCI and
-mdev host devices, and project/user and hw:cpu_policy from nova's metadata
-when present.
+mdev host devices, the memory-encryption model (<launchSecurity>), and
+project/user and hw:cpu_policy from nova's metadata when present.
 
 A disk is local, and counts toward DISK_GB, when it lives in the images
 pool or under instances_path, or (with [libvirt] images_type = rbd) in the
