@@ -5,7 +5,9 @@ tests/integration/nova_parity/trees.py runs in nova 34's functional
 virtualenv: for each host shape nova's own compute service (its
 LibvirtDriver, resource tracker and report client, on nova's fakelibvirt
 connection, upstream placement behind nova's fixture) reports its tree,
-and the agent's libvirt driver and layout read the same fake connection.
+and the agent's libvirt driver and layout read the same fake connection;
+nova_parity/real_host.py does the same on the real libvirtd and QEMU
+the tests start (tests/integration/libvirtd.py).
 Here the two are compared provider by provider: names, parents,
 inventories (total, reserved, min/max unit, step, ratio) and traits,
 OWNER_NOVA and the COMPUTE_* set included. Root uuids differ by design
@@ -15,14 +17,18 @@ import json
 import os
 import subprocess
 
+import libvirt
+import libvirtmod
 import pytest
 
 from tests import upstream
 from tests.integration import fixture_suites
+from tests.integration.libvirtd import hypervisor  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.integration
 
 TREES = os.path.join('tests', 'integration', 'nova_parity', 'trees.py')
+REAL_HOST = os.path.join('tests', 'integration', 'nova_parity', 'real_host.py')
 
 
 @pytest.fixture(scope='module')
@@ -45,6 +51,29 @@ def trees(tmp_path_factory):
         assert proc.returncode == 0, proc.stderr[-6000:]
     with open(out) as f:
         found: dict = json.load(f)
+    return found
+
+
+@pytest.fixture(scope='module')
+def real_host(tmp_path_factory, hypervisor):  # noqa: F811 (fixture)
+    """nova's tree and the agent's of the real libvirtd. nova's venv has
+    no libvirt-python: it borrows this interpreter's (the same Python)."""
+    venv = fixture_suites.prepare(fixture_suites.NOVA)
+    work = tmp_path_factory.mktemp('parity-real')
+    lent = work / 'libvirt-python'
+    lent.mkdir()
+    for module in (libvirt, libvirtmod):
+        os.symlink(module.__file__, lent / os.path.basename(module.__file__))
+    out = work / 'trees.json'
+    proc = subprocess.run(
+        [os.path.join(venv, 'bin', 'python'), '-m', 'unittest', REAL_HOST],
+        cwd=upstream.TOP, env=upstream.clean_env(
+            PARITY_OUT=str(out), PARITY_LIBVIRT_URI=hypervisor.uri,
+            PYTHONPATH=str(lent)),
+        capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-6000:]
+    with open(out) as f:
+        found: dict = json.load(f)['real']
     return found
 
 
@@ -76,6 +105,17 @@ def test_plain_host(trees):
     assert 'OWNER_NOVA' in plain['nova']['compute1']['traits']
     assert len(plain['nova']['compute1']['traits']) > 40
     assert differences(plain['nova'], plain['agent']) == []
+
+
+def test_real_libvirtd_and_qemu(real_host):
+    """nova-compute 34 on the real libvirtd (TCG) the tests start: its
+    CPUs, memory, instances_path's disk, the domain capabilities' and CPU
+    model's traits; the agent's tree is the same."""
+    [(name, root)] = real_host['nova'].items()
+    assert {'VCPU', 'MEMORY_MB', 'DISK_GB'} == set(root['inventories'])
+    assert {'OWNER_NOVA', 'COMPUTE_NODE', 'COMPUTE_ARCH_X86_64',
+            'COMPUTE_STORAGE_BUS_VIRTIO'} <= set(root['traits'])
+    assert differences(real_host['nova'], real_host['agent']) == []
 
 
 def test_pci_in_placement(trees):

@@ -32,6 +32,7 @@ from oslo_config import cfg
 
 from tracker import nova_opts
 from tracker.drivers import base
+from tracker.drivers import cpu_traits
 from tracker.drivers import facts
 from tracker.drivers import image
 from tracker.drivers import layout
@@ -134,7 +135,8 @@ class LibvirtDriver(base.Driver):
         host = facts.HostFacts(
             hostname=self.conf.host,
             cpus=list(range(info[2])), memory_mb=memory_mb,
-            disk_gb=self.disk_gb(conn), cpu_flags=self.cpu_features(conn, caps),
+            disk_gb=self.disk_gb(conn),
+            cpu_flags=self.cpu_features(conn, caps) & cpu_traits.NOVA_LIBVIRT_FEATURES,
             arch=caps.arch,
             huge_pages_mb=sum(n.huge_pages_mb for n in nodes),
             numa_nodes=nodes)
