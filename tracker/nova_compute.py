@@ -23,6 +23,7 @@ import uuid as uuidlib
 from oslo_config import cfg
 
 from tracker.drivers import base
+from tracker.drivers.layout import MEM_ENCRYPTION_TRAITS
 from tracker.providers.provider import Provider
 from tracker.providers.tree import ProviderTree
 
@@ -88,6 +89,17 @@ def device_address(name: str, root_name: str) -> str | None:
     return None
 
 
+def child_key(name: str, root_name: str) -> str | None:
+    """What a child of the compute node stands for, from its name: a PCI
+    address (``device_address``) or a memory-encryption model
+    (``<root>_amd_sev``, nova 34's); None otherwise."""
+    address = device_address(name, root_name)
+    if address is not None:
+        return address
+    model = name[len(root_name) + 1:] if name.startswith(root_name + '_') else ''
+    return model if model in MEM_ENCRYPTION_TRAITS else None
+
+
 @dataclasses.dataclass
 class Adopted:
     """The host's guests on nova's tree; ``unplaced``: claims on a device
@@ -105,11 +117,11 @@ def adopt(snapshot: base.HostSnapshot, nova_tree: ProviderTree, root_uuid: str) 
     if root is None:
         raise NovaTreeError('nova\'s compute node provider %s is not in placement '
                             '(has nova-compute reported this host yet?)' % root_uuid)
-    by_address: dict[str, Provider] = {}
+    by_key: dict[str, Provider] = {}
     for child in nova_tree.subtree(root_uuid):
-        address = device_address(child.name, root.name)
-        if address is not None:
-            by_address[address] = child
+        key = child_key(child.name, root.name)
+        if key is not None:
+            by_key[key] = child
     ours = {p.uuid: p for p in snapshot.providers}
     # our provider uuid -> nova's provider (None: unplaced)
     mapping: dict[str, Provider | None] = {}
@@ -117,9 +129,9 @@ def adopt(snapshot: base.HostSnapshot, nova_tree: ProviderTree, root_uuid: str) 
         if provider.uuid == snapshot.root.uuid:
             mapping[provider.uuid] = root
         elif provider.parent_uuid is not None:
-            address = device_address(provider.name, snapshot.root.name)
+            key = child_key(provider.name, snapshot.root.name)
             # a NUMA child of ours holds what nova keeps on its root
-            mapping[provider.uuid] = (by_address.get(address) if address else root)
+            mapping[provider.uuid] = by_key.get(key) if key else root
     adopted = Adopted(root_uuid, root.name, [])
     for instance in snapshot.instances:
         claims: dict[str, dict[str, int]] = {}

@@ -137,6 +137,15 @@ libvirt_opts: list[cfg.Opt] = [
     cfg.IntOpt('file_backed_memory', default=0, min=0,
                help='MiB of file-backed guest memory; above 0 the trait '
                     'COMPUTE_MEM_BACKING_FILE.'),
+    cfg.StrOpt('cpu_mode',
+               choices=['host-model', 'host-passthrough', 'custom', 'none'],
+               help='Guest CPU mode. Intel TDX guests need '
+                    'host-passthrough: only then is TDX offered '
+                    '(MEM_ENCRYPTION_CONTEXT on a <host>_intel_tdx child).'),
+    cfg.IntOpt('num_intel_tdx_guests', min=0,
+               help='How many Intel TDX guests the host runs at once; when '
+                    'unset, the tdx line of the misc cgroup\'s '
+                    'misc.capacity (none there: no TDX).'),
 ]
 
 pci_opts: list[cfg.Opt] = [

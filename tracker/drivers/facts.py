@@ -64,6 +64,9 @@ class HostFacts:
     pci_devices: list[PciDevice] = dataclasses.field(default_factory=list)
     mdevs: list[Mdev] = dataclasses.field(default_factory=list)
     traits: set[str] = dataclasses.field(default_factory=set)
+    # memory-encryption model (nova's: amd_sev, amd_sev_es, amd_sev_snp,
+    # intel_tdx) -> how many such guests the host can run at once
+    mem_encryption: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -82,6 +85,7 @@ class InstanceFacts:
     # host CPUs each vCPU may run on (empty: not pinned), in vCPU order
     vcpu_pins: list[list[int]] = dataclasses.field(default_factory=list)
     cpu_policy: str | None = None   # nova's hw:cpu_policy, when known
+    mem_encryption: str | None = None   # its model, as HostFacts names them
 
 
 def ceil_div(value: int | float | str, unit: int) -> int:

@@ -28,14 +28,24 @@ One place decides, for every driver, what the tree looks like:
   as nova names it) per GPU offering its [devices] enabled_mdev_types type:
   the type's [mdev_<type>] mdev_class (VGPU by default) = available
   instances + mdevs of that type already there, and the traits OWNER_NOVA
-  and CUSTOM_MDEV_<TYPE> (the latter the agent's own).
+  and CUSTOM_MDEV_<TYPE> (the latter the agent's own);
+- one child '<host>_<model>' per memory-encryption model the host runs
+  guests of (amd_sev, amd_sev_es, amd_sev_snp, intel_tdx, as nova 34
+  names them; which and how many: drivers/libvirt/mem_encryption.py):
+  MEM_ENCRYPTION_CONTEXT = those guests, one per guest (max_unit 1), the
+  model's HW_CPU_X86_* trait and OWNER_NOVA. nova before 2025.2 held that
+  inventory on the root: the sync's reshape moves it, allocations
+  included, to these children (each guest to its model's child, the host
+  says which; else the first, SEV's, as nova moves them), and its old
+  root trait HW_CPU_X86_AMD_SEV goes, whoever wrote it.
 
 Instances consume VCPU (PCPU for the vCPUs pinned to dedicated CPUs) and
 MEMORY_MB from the root (or from their NUMA node's provider: the node they
 are bound to, else the first with room), DISK_GB from the root or the
 sharing provider, one unit per passthrough device from that device's
-provider and one mdev class unit per mdev from its GPU's. Devices the tree
-does not report are not claimed.
+provider, one mdev class unit per mdev from its GPU's, and an encrypted
+guest one MEM_ENCRYPTION_CONTEXT from its model's child. Devices and
+models the tree does not report are not claimed.
 """
 from collections.abc import Iterable
 import logging
@@ -59,6 +69,14 @@ LOG = logging.getLogger(__name__)
 # nova 34's scheduler asks for it on the root and on every PCI device's
 # provider (request_filter.owner_nova_filter); nova puts it on its GPUs too
 OWNER = 'OWNER_NOVA'
+MEM_ENCRYPTION_CONTEXT = 'MEM_ENCRYPTION_CONTEXT'
+# nova 34's memory-encryption models, in its order, and each child's trait
+MEM_ENCRYPTION_TRAITS = {
+    'amd_sev': 'HW_CPU_X86_AMD_SEV',
+    'amd_sev_es': 'HW_CPU_X86_AMD_SEV_ES',
+    'amd_sev_snp': 'HW_CPU_X86_AMD_SEV_SNP',
+    'intel_tdx': 'HW_CPU_X86_INTEL_TDX',
+}
 
 
 def root_uuid(hostname: str) -> str:
@@ -71,6 +89,10 @@ def device_uuid(hostname: str, address: str) -> str:
 
 def numa_uuid(hostname: str, node_id: int) -> str:
     return stable_uuid(hostname, 'numa', node_id)
+
+
+def mem_encryption_uuid(hostname: str, model: str) -> str:
+    return stable_uuid(hostname, 'mem_encryption', model)
 
 
 class _Pool:
@@ -125,16 +147,29 @@ class Layout:
         if conf.tracker.numa_providers and facts.numa_nodes:
             self._build_numa()
         self._build_devices()
+        # model -> its child, in nova's order
+        self.mem_encryption = {
+            model: Provider(uuid=mem_encryption_uuid(self.host, model),
+                            name='%s_%s' % (self.host, model),
+                            parent_uuid=self.root.uuid, traits={OWNER, trait},
+                            inventories={MEM_ENCRYPTION_CONTEXT: inventory(
+                                facts.mem_encryption[model], max_unit=1)})
+            for model, trait in MEM_ENCRYPTION_TRAITS.items()
+            if facts.mem_encryption.get(model, 0) > 0}
+        if self.mem_encryption:     # the trait moved to SEV's child (nova 34)
+            self.root.retired_traits.add(MEM_ENCRYPTION_TRAITS['amd_sev'])
         # address -> reason, for the devices this tree reports
         self.drained: dict[str, str] = {}
         self._drain(drains.load(conf.tracker.state_path, self.host))
 
     @property
     def providers(self) -> list[Provider]:
-        """Root, NUMA nodes by id, then devices by address."""
+        """Root, NUMA nodes by id, devices by address, then the
+        memory-encryption children in nova's order."""
         return ([self.root] + [self.numa[n] for n in sorted(self.numa)]
                 + [self._device_children[a]
-                   for a in sorted(self._device_children)])
+                   for a in sorted(self._device_children)]
+                + list(self.mem_encryption.values()))
 
     # -- the tree ----------------------------------------------------------
 
@@ -291,6 +326,9 @@ class Layout:
             gpu = self.gpus.get(parent) if parent is not None else None
             if gpu:
                 claim(*gpu, 1)
+        encrypted = self.mem_encryption.get(inst.mem_encryption or '')
+        if encrypted is not None:
+            claim(encrypted.uuid, MEM_ENCRYPTION_CONTEXT, 1)
         if self.numa:
             used = self._used.setdefault(compute_uuid, {})
             for rc, amount in demands.items():

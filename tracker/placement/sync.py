@@ -88,6 +88,8 @@ class ProviderSync:
             owned = self.known.owned.get(provider.uuid, {})
             for part in ('traits', 'aggregates'):
                 foreign = getattr(known, part) - owned.get(part, set())
+                if part == 'traits':
+                    foreign -= provider.retired_traits
                 setattr(provider, part, getattr(provider, part) | foreign)
         return provider
 

@@ -74,6 +74,10 @@ class Provider:
     HW_PCI_ONE_TIME_USE): once placement holds their reserved at total the
     agent keeps it (only the operator's cleaning lowers it, see
     ``keep_one_time_use``).
+
+    ``retired_traits`` must go from the provider whoever wrote them (traits
+    others wrote are otherwise kept): nova's pre-2025.2 HW_CPU_X86_AMD_SEV
+    on the compute node, which its 2025.2 reshape takes off.
     """
     uuid: str
     name: str
@@ -85,6 +89,7 @@ class Provider:
     placement_ratios: dict[str, bool] = dataclasses.field(default_factory=dict,
                                                           compare=False)
     one_time_use: set[str] = dataclasses.field(default_factory=set, compare=False)
+    retired_traits: set[str] = dataclasses.field(default_factory=set, compare=False)
 
     def copy(self) -> 'Provider':
         return dataclasses.replace(
@@ -93,7 +98,8 @@ class Provider:
             traits=set(self.traits),
             aggregates=set(self.aggregates),
             placement_ratios=dict(self.placement_ratios),
-            one_time_use=set(self.one_time_use))
+            one_time_use=set(self.one_time_use),
+            retired_traits=set(self.retired_traits))
 
 
 def keep_placement_ratios(desired: Provider, held: Provider | None) -> Provider:

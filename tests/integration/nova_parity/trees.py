@@ -9,7 +9,9 @@ Run by tests/integration/test_nova_parity.py with
 """
 import json
 import os
+import shutil
 import sys
+import tempfile
 from unittest import mock
 
 import fixtures
@@ -202,6 +204,121 @@ class Trees(base.ServersTestBase):
                {'query': query, 'agent_root': root, 'providers': roots,
                 'root_required': sorted(spec.root_required),
                 'root_forbidden': sorted(spec.root_forbidden)})
+
+    def test_scheduler_finds_the_agents_sev_es_context(self):
+        """A nova 34 request for an SEV-ES guest (the image's
+        hw_mem_encryption_model, UEFI, q35): MEM_ENCRYPTION_CONTEXT with
+        the model's trait, on nova's host and the agent's alike."""
+        overrides = self._mem_encryption(
+            fakelibvirt.virConnect._domain_capability_features_with_SEV,
+            {'sev': True, 'sev-es': True, 'sev-snp': False})
+        hostname = self.start_compute(
+            'compute1', host_info=fakelibvirt.HostInfo(), qemu_version=8000000)
+        connection = self.computes[hostname].driver._host.get_connection()
+        tree, _ = agent_providers(connection, 'agent1', overrides)
+        write_tree(self.placement, tree)
+        spec = objects.RequestSpec(
+            flavor=objects.Flavor(vcpus=2, memory_mb=1024, root_gb=10,
+                                  ephemeral_gb=0, swap=0, extra_specs={},
+                                  name='sev-es'),
+            image=objects.ImageMeta.from_dict({
+                'disk_format': 'qcow2', 'properties': {
+                    'hw_firmware_type': 'uefi', 'hw_machine_type': 'q35',
+                    'hw_mem_encryption': True,
+                    'hw_mem_encryption_model': 'amd-sev-es'}}),
+            is_bfv=False, project_id='p', user_id='u',
+            availability_zone=None, requested_resources=[],
+            pci_requests=objects.InstancePCIRequests(requests=[]))
+        request_filter.process_reqspec(context.get_admin_context(), spec)
+        query = sched_utils.ResourceRequest.from_request_spec(
+            spec).to_querystring()
+        found = self.placement.get('/allocation_candidates?' + query,
+                                   version='1.39').body
+        names = {p['uuid']: p['name'] for p in self.placement.get(
+            '/resource_providers', version='1.39').body['resource_providers']}
+        record('scheduler-sev-es-' + os.environ.get('PLACEMENT_FIXTURE_APP',
+                                                    'upstream'),
+               {'query': query, 'candidates': sorted(
+                   sorted([names[rp], sorted(a['resources'])]
+                          for rp, a in req['allocations'].items())
+                   for req in found['allocation_requests'])})
+
+    def _mem_encryption(self, features, kernel=None, misc_capacity=None):
+        """The host's memory-encryption sources, one truth for both: the
+        domain capabilities' <features>, the kvm_amd module's parameters
+        (nova's fixture answers for nova, a sysfs tree for the agent) and
+        the misc cgroup's capacity file (read by both)."""
+        self.useFixture(fixtures.MockPatchObject(
+            fakelibvirt.virConnect, '_domain_capability_features', features))
+        sysfs = tempfile.mkdtemp(prefix='parity-sysfs-')
+        self.addCleanup(shutil.rmtree, sysfs)
+        params = os.path.join(sysfs, 'module', 'kvm_amd', 'parameters')
+        os.makedirs(params)
+        for model, on in (kernel or {}).items():
+            setattr(self.libvirt.amd_sev, model.replace('-', '_'), on)
+            with open(os.path.join(params, model.replace('-', '_')), 'w') as f:
+                f.write('Y\n' if on else 'N\n')
+        cgroup = os.path.join(sysfs, 'fs', 'cgroup')
+        os.makedirs(cgroup)
+        capacity = os.path.join(cgroup, 'misc.capacity')
+        if misc_capacity is not None:
+            with open(capacity, 'w') as f:
+                f.write('res_a 10\ntdx %d\n' % misc_capacity)
+        self.useFixture(fixtures.MockPatch(
+            'nova.virt.libvirt.host.MISC_CONTROL_GROUP_CAPACITY_FILE', capacity))
+        return {('tracker', 'sysfs_root'): sysfs}
+
+    def test_amd_sev(self):
+        """SEV only (no SEV-ES in the kernel): one child, maxGuests slots."""
+        overrides = self._mem_encryption(
+            fakelibvirt.virConnect._domain_capability_features_with_SEV,
+            {'sev': True, 'sev-es': False, 'sev-snp': False})
+        self._both('amd_sev', fakelibvirt.HostInfo(), overrides)
+
+    def test_amd_sev_es(self):
+        """SEV and SEV-ES (QEMU 8.0): maxGuests and maxESGuests."""
+        overrides = self._mem_encryption(
+            fakelibvirt.virConnect._domain_capability_features_with_SEV,
+            {'sev': True, 'sev-es': True, 'sev-snp': False})
+        self._both('amd_sev_es', fakelibvirt.HostInfo(), overrides,
+                   qemu_version=8000000)
+
+    def test_amd_sev_snp(self):
+        """SEV-SNP in the kernel and libvirt's launchSecurity: SEV and
+        SNP (on maxESGuests); SEV-ES is then not offered."""
+        overrides = self._mem_encryption(
+            fakelibvirt.virConnect
+            ._domain_capability_features_with_launch_security_SEV_SNP,
+            {'sev': True, 'sev-es': True, 'sev-snp': True})
+        self._both('amd_sev_snp', fakelibvirt.HostInfo(), overrides,
+                   qemu_version=8000000)
+
+    def test_amd_sev_es_old_qemu(self):
+        """SEV-ES in the kernel but QEMU before 8.0: SEV only."""
+        overrides = self._mem_encryption(
+            fakelibvirt.virConnect._domain_capability_features_with_SEV,
+            {'sev': True, 'sev-es': True, 'sev-snp': False})
+        self._both('amd_sev_es_old_qemu', fakelibvirt.HostInfo(), overrides,
+                   qemu_version=7002000)
+
+    def test_intel_tdx(self):
+        """TDX with host-passthrough CPUs, its keys from the misc cgroup."""
+        self.flags(cpu_mode='host-passthrough', group='libvirt')
+        overrides = self._mem_encryption(
+            fakelibvirt.virConnect._domain_capability_features_with_TDX,
+            misc_capacity=63)
+        overrides[('libvirt', 'cpu_mode')] = 'host-passthrough'
+        self._both('intel_tdx', fakelibvirt.HostInfo(), overrides)
+
+    def test_intel_tdx_configured(self):
+        """No misc cgroup (a container): [libvirt] num_intel_tdx_guests."""
+        self.flags(cpu_mode='host-passthrough', num_intel_tdx_guests=7,
+                   group='libvirt')
+        overrides = self._mem_encryption(
+            fakelibvirt.virConnect._domain_capability_features_with_TDX)
+        overrides[('libvirt', 'cpu_mode')] = 'host-passthrough'
+        overrides[('libvirt', 'num_intel_tdx_guests')] = 7
+        self._both('intel_tdx_configured', fakelibvirt.HostInfo(), overrides)
 
     def test_plain_host(self):
         self._both('plain', fakelibvirt.HostInfo(

@@ -37,6 +37,12 @@ def test_flags_without_a_trait_are_ignored():
     assert traits_for_flags(['fpu', 'popcnt', 'hypervisor', '']) == set()
 
 
+def test_memory_encryption_flags_give_no_root_trait():
+    """nova 34 reports HW_CPU_X86_AMD_SEV* on its memory-encryption
+    children only (and takes the old SEV trait off the compute node)."""
+    assert traits_for_flags(['sev', 'sev_es', 'sev_snp', 'sev-es']) == set()
+
+
 def test_aarch64_features():
     assert traits_for_flags(['asimd', 'sve', 'aes', 'fp'], arch='aarch64') \
         == {'HW_CPU_AARCH64_ASIMD', 'HW_CPU_AARCH64_SVE',

@@ -3,13 +3,14 @@
 Host: getInfo (CPUs, memory), getCapabilities (arch, CPU features, NUMA
 cells; when libvirt shows no cells, e.g. its test driver, the NUMA nodes
 come from sysfs at [tracker] sysfs_root), the versions and domain
-capabilities behind nova's COMPUTE_* traits (``capabilities``). Devices: the node device API (PCI
+capabilities behind nova's COMPUTE_* traits (``capabilities``) and
+memory-encryption contexts (``mem_encryption``). Devices: the node device API (PCI
 devices with their SR-IOV links and mdev types, existing mdevs). DISK_GB:
 the [tracker] images_pool capacity, else the filesystem of [DEFAULT]
 instances_path. Instances: every defined domain (a stopped instance still
 holds its resources): vcpus and their pinning, memory, local disks, PCI and
-mdev host devices, and project/user and hw:cpu_policy from nova's metadata
-when present.
+mdev host devices, the memory-encryption model (<launchSecurity>), and
+project/user and hw:cpu_policy from nova's metadata when present.
 
 A disk is local, and counts toward DISK_GB, when it lives in the images
 pool or under instances_path, or (with [libvirt] images_type = rbd) in the
@@ -32,6 +33,7 @@ from oslo_config import cfg
 
 from tracker import nova_opts
 from tracker.drivers import base
+from tracker.drivers import cpu_traits
 from tracker.drivers import drains
 from tracker.drivers import facts
 from tracker.drivers import image
@@ -44,6 +46,7 @@ from tracker.drivers.host import sysfs
 from tracker.drivers.libvirt import capabilities
 from tracker.drivers.libvirt import events
 from tracker.drivers.libvirt import health
+from tracker.drivers.libvirt import mem_encryption
 from tracker.drivers.libvirt import parse
 
 LOG = logging.getLogger(__name__)
@@ -155,7 +158,8 @@ class LibvirtDriver(base.Driver):
         host = facts.HostFacts(
             hostname=self.conf.host,
             cpus=list(range(info[2])), memory_mb=memory_mb,
-            disk_gb=self.disk_gb(conn), cpu_flags=self.cpu_features(conn, caps),
+            disk_gb=self.disk_gb(conn),
+            cpu_flags=self.cpu_features(conn, caps) & cpu_traits.NOVA_LIBVIRT_FEATURES,
             arch=caps.arch,
             huge_pages_mb=sum(n.huge_pages_mb for n in nodes),
             numa_nodes=nodes)
@@ -166,13 +170,15 @@ class LibvirtDriver(base.Driver):
             if spec is not None)
         domain_conn = self._read_write()
         try:
-            host.traits |= capabilities.traits(
-                capabilities.Host(conn, caps_xml, self.conf.libvirt.virt_type,
-                                  domain_conn),
-                self.conf, remote_managed)
+            libvirt_host = capabilities.Host(
+                conn, caps_xml, self.conf.libvirt.virt_type, domain_conn)
         finally:
             if domain_conn is not None:
                 domain_conn.close()
+        host.traits |= capabilities.traits(libvirt_host, self.conf, remote_managed)
+        host.mem_encryption = mem_encryption.contexts(
+            [m.encryption for m in libvirt_host.host_machines()],
+            libvirt_host.arch, libvirt_host.qemu, self._paths(), self.conf)
         return host
 
     def _read_write(self) -> libvirt.virConnect | None:
@@ -185,7 +191,8 @@ class LibvirtDriver(base.Driver):
             if not self._warned_read_only:
                 LOG.warning('libvirt at %s refuses a read-write connection '
                             '(%s): no disk bus, video model, Secure Boot, TPM '
-                            'or emulated-architecture traits', self.uri, exc)
+                            'or emulated-architecture traits, and no memory '
+                            'encryption contexts', self.uri, exc)
                 self._warned_read_only = True
             return None
 
@@ -265,7 +272,8 @@ class LibvirtDriver(base.Driver):
                                        facts.GiB) for d in domain.disks),
             pci_addresses=domain.pci_addresses,
             mdev_uuids=domain.mdev_uuids, numa_node=domain.numa_node,
-            vcpu_pins=domain.vcpu_pins, cpu_policy=domain.cpu_policy)
+            vcpu_pins=domain.vcpu_pins, cpu_policy=domain.cpu_policy,
+            mem_encryption=domain.mem_encryption)
 
     def _local_disk_bytes(self, conn: libvirt.virConnect, dom: libvirt.virDomain,
                           disk: parse.Disk) -> int:

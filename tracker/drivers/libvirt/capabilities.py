@@ -32,6 +32,8 @@ import libvirt
 import os_traits
 from oslo_config import cfg
 
+from tracker.drivers.libvirt import mem_encryption
+
 LOG = logging.getLogger(__name__)
 
 # What the libvirt driver supports whatever the host (nova 34's
@@ -88,6 +90,7 @@ class Machine(NamedTuple):
     secure_boot: bool
     tpm_models: tuple[str, ...]
     tpm_versions: tuple[str, ...] | None     # None: libvirt does not say
+    encryption: mem_encryption.Features = mem_encryption.Features()
 
 
 def _values(element: ET.Element | None, enum: str) -> list[str]:
@@ -106,7 +109,8 @@ def parse_machine(text: str) -> Machine:
         secure_boot='yes' in _values(root.find('os/loader'), 'secure'),
         tpm_models=tuple(_values(tpm, 'model')),
         tpm_versions=(tuple(v.text or '' for v in versions.findall('value'))
-                      if versions is not None else None))
+                      if versions is not None else None),
+        encryption=mem_encryption.parse_features(root))
 
 
 def _version(number: int) -> Version:

@@ -182,6 +182,25 @@ class Domain:
         cells = (facts.parse_cpu_list(nodeset.get('nodeset', ''))
                  if nodeset is not None else [])
         self.numa_node = cells[0] if len(cells) == 1 else None
+        self.mem_encryption = _mem_encryption(root.find('launchSecurity'))
+
+
+# SEV's policy bit for encrypted state (SEV-ES)
+_SEV_POLICY_ES = 0x4
+
+
+def _mem_encryption(launch: ET.Element | None) -> str | None:
+    """The memory-encryption model of a domain's <launchSecurity>."""
+    kind = launch.get('type') if launch is not None else None
+    if launch is None or kind is None:
+        return None
+    if kind == 'sev':
+        try:
+            policy = int(launch.findtext('policy') or '0', 16)
+        except ValueError:
+            policy = 0
+        return 'amd_sev_es' if policy & _SEV_POLICY_ES else 'amd_sev'
+    return {'sev-snp': 'amd_sev_snp', 'tdx': 'intel_tdx'}.get(kind)
 
 
 def _vcpu_pins(root: ET.Element, count: int) -> list[list[int]]:
