@@ -28,16 +28,18 @@ import tempfile
 import time
 import uuid
 
-# This checkout's bench package, last on sys.path: the compared tree goes
-# first only in main, after these imports, and must be where
-# placement_server comes from.
-sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from bench.gate_workload import AGGREGATES  # noqa: E402
-from bench.gate_workload import FLAT_QUERY  # noqa: E402
-from bench.gate_workload import INVENTORY  # noqa: E402
-from bench.gate_workload import NESTED_QUERY  # noqa: E402
-from bench.gate_workload import TRAITS  # noqa: E402
-from bench.gate_workload import TREE  # noqa: E402
+if __package__:    # imported (bench/regression.py reads CELLS)
+    from bench import gate_workload
+else:
+    # Run as a script: its directory, this checkout's bench/, is first on
+    # sys.path, ahead of the compared tree (PYTHONPATH, and first in main),
+    # whose own bench/ may have no gate_workload.
+    import gate_workload
+
+AGGREGATES, TRAITS, INVENTORY = (gate_workload.AGGREGATES, gate_workload.TRAITS,
+                                 gate_workload.INVENTORY)
+TREE, FLAT_QUERY, NESTED_QUERY = (gate_workload.TREE, gate_workload.FLAT_QUERY,
+                                  gate_workload.NESTED_QUERY)
 
 VERSION = 'placement 1.39'
 # The gate cells, in the order they are reported.
