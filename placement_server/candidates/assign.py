@@ -440,15 +440,14 @@ class Twin:
         self.search = search
         self.counterpart = counterpart
         self.items: list[Candidate] = []
+        self.complete = False
 
     def get(self, i: int, budget: Budget) -> Candidate | None:
         items = self.items
         while len(items) <= i:
-            search = self.search
-            if search.complete and len(items) == len(search.items):
-                return None
-            found = search.get(len(items), budget)
+            found = self.search.get(len(items), budget)
             if found is None:
+                self.complete = True
                 return None
             to = self.counterpart
             items.append(Candidate(
