@@ -36,6 +36,12 @@ import os_resource_classes  # noqa: E402
 import sqlalchemy as sa  # noqa: E402
 import webob.multidict  # noqa: E402
 
+from bench.gate_workload import AGGREGATES  # noqa: E402
+from bench.gate_workload import FLAT_QUERY  # noqa: E402
+from bench.gate_workload import INVENTORY  # noqa: E402
+from bench.gate_workload import NESTED_QUERY  # noqa: E402
+from bench.gate_workload import TRAITS  # noqa: E402
+from bench.gate_workload import TREE  # noqa: E402
 from placement_server import candidates  # noqa: E402
 from placement_server import view as resource_view  # noqa: E402
 from placement_server.candidates import render as candidates_render  # noqa: E402
@@ -49,31 +55,8 @@ from tests.functional import client as client_mod  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-AGGREGATES = ['14a5c8a3-5a99-4e8f-88be-00d85fcb1c17', '66d98e7c-3c25-485d-a0dc-1cea651884de',
-              'a59dbb28-fd98-4c6e-9ec5-ae5f3d04b0aa']
-TRAITS = ['HW_CPU_X86_AVX2', 'HW_CPU_X86_SSE2', 'STORAGE_DISK_SSD']
-INVENTORY = {'VCPU': dict(total=32, min_unit=1, max_unit=16),
-             'MEMORY_MB': dict(total=8192, min_unit=128, max_unit=8192),
-             'DISK_GB': dict(total=8192, min_unit=5, max_unit=8192)}
-QUERY = ('resources=VCPU:1,DISK_GB:10,MEMORY_MB:256&member_of=%s&required=HW_CPU_X86_AVX2'
-         % AGGREGATES[0])
 VERSION = '1.39'
-# The gate's nested topology (as bench/allocation_candidates.py builds it):
-# (name, parent index, inventories, traits); 7 providers per tree.
-TREE = [
-    ('cn', None, {'DISK_GB': dict(total=20480)}, ['COMPUTE_VOLUME_MULTI_ATTACH']),
-    ('numa0', 0, {'VCPU': dict(total=4, reserved=2),
-                  'MEMORY_MB': dict(total=2048, min_unit=512, step_size=256)}, ['HW_NUMA_ROOT']),
-    ('fpga0', 1, {'FPGA': dict(total=1)}, []),
-    ('pgpu0', 1, {'VGPU': dict(total=8)}, []),
-    ('numa1', 0, {'VCPU': dict(total=4), 'MEMORY_MB': dict(total=2048, max_unit=1024)},
-     ['HW_NUMA_ROOT', 'CUSTOM_FOO']),
-    ('fpga1_0', 4, {'FPGA': dict(total=1)}, []),
-    ('fpga1_1', 4, {'FPGA': dict(total=1)}, []),
-]
-NESTED_QUERY = ('resources=DISK_GB:10&required=COMPUTE_VOLUME_MULTI_ATTACH'
-                '&resources_COMPUTE=VCPU:1,MEMORY_MB:256&required_COMPUTE=CUSTOM_FOO'
-                '&resources_FPGA=FPGA:1&group_policy=none&same_subtree=_COMPUTE,_FPGA')
+QUERY = FLAT_QUERY
 
 
 def load(db, providers, allocations=99, upstream_schema=False):

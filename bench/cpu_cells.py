@@ -28,29 +28,19 @@ import tempfile
 import time
 import uuid
 
-AGGREGATES = ['14a5c8a3-5a99-4e8f-88be-00d85fcb1c17', '66d98e7c-3c25-485d-a0dc-1cea651884de',
-              'a59dbb28-fd98-4c6e-9ec5-ae5f3d04b0aa']
-TRAITS = ['HW_CPU_X86_AVX2', 'HW_CPU_X86_SSE2', 'STORAGE_DISK_SSD']
-INVENTORY = {'VCPU': dict(total=32, min_unit=1, max_unit=16),
-             'MEMORY_MB': dict(total=8192, min_unit=128, max_unit=8192),
-             'DISK_GB': dict(total=8192, min_unit=5, max_unit=8192)}
-FLAT_QUERY = ('resources=VCPU:1,DISK_GB:10,MEMORY_MB:256&member_of=%s'
-              '&required=HW_CPU_X86_AVX2' % AGGREGATES[0])
-# The gate's nested topology: (name, parent index, inventories, traits).
-TREE = [
-    ('cn', None, {'DISK_GB': dict(total=20480)}, ['COMPUTE_VOLUME_MULTI_ATTACH']),
-    ('numa0', 0, {'VCPU': dict(total=4, reserved=2),
-                  'MEMORY_MB': dict(total=2048, min_unit=512, step_size=256)}, ['HW_NUMA_ROOT']),
-    ('fpga0', 1, {'FPGA': dict(total=1)}, []),
-    ('pgpu0', 1, {'VGPU': dict(total=8)}, []),
-    ('numa1', 0, {'VCPU': dict(total=4), 'MEMORY_MB': dict(total=2048, max_unit=1024)},
-     ['HW_NUMA_ROOT', 'CUSTOM_FOO']),
-    ('fpga1_0', 4, {'FPGA': dict(total=1)}, []),
-    ('fpga1_1', 4, {'FPGA': dict(total=1)}, []),
-]
-NESTED_QUERY = ('resources=DISK_GB:10&required=COMPUTE_VOLUME_MULTI_ATTACH'
-                '&resources_COMPUTE=VCPU:1,MEMORY_MB:256&required_COMPUTE=CUSTOM_FOO'
-                '&resources_FPGA=FPGA:1&group_policy=none&same_subtree=_COMPUTE,_FPGA')
+if __package__:    # imported (bench/regression.py reads CELLS)
+    from bench import gate_workload
+else:
+    # Run as a script: its directory, this checkout's bench/, is first on
+    # sys.path, ahead of the compared tree (PYTHONPATH, and first in main),
+    # whose own bench/ may have no gate_workload.
+    import gate_workload
+
+AGGREGATES, TRAITS, INVENTORY = (gate_workload.AGGREGATES, gate_workload.TRAITS,
+                                 gate_workload.INVENTORY)
+TREE, FLAT_QUERY, NESTED_QUERY = (gate_workload.TREE, gate_workload.FLAT_QUERY,
+                                  gate_workload.NESTED_QUERY)
+
 VERSION = 'placement 1.39'
 # The gate cells, in the order they are reported.
 CELLS = ('GET /', 'flat candidates', 'nested candidates', 'list providers',

@@ -235,8 +235,8 @@ class ResourceView:
         self.class_names: dict[int, str] = {}
         self.trait_ids: dict[str, int] = {}
         self.trait_names: dict[int, str] = {}
-        # {provider: {shape: its summary's JSON text}} (see summaries.py)
-        self.summaries: dict[int, dict[Any, str]] = {}
+        # {shape: {provider: its summary's JSON text}} (see summaries.py)
+        self.summaries: dict[Any, dict[int, str]] = {}
 
     # -- keeping up ---------------------------------------------------------
 
@@ -380,7 +380,8 @@ class ResourceView:
         for agg in self.aggregates.pop(rp, ()):
             self.in_aggregate[agg].discard(rp)
         self.sharing.discard(rp)
-        self.summaries.pop(rp, None)
+        for texts in self.summaries.values():
+            texts.pop(rp, None)
 
     def _add(self, rows: Iterable[Any]) -> None:
         if len(self._shared) > 100000 + 4 * len(self.rows):

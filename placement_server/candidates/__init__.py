@@ -35,8 +35,8 @@ from placement_server.candidates import summaries
 @dataclasses.dataclass
 class Result:
     candidates: list[combine.Candidate]
-    providers: dict[int, str]         # {id: uuid} of everything shown
-    summaries: dict[int, str]         # {id: its summary, JSON text}
+    providers: dict[int, str]         # {id: uuid} of the unwritten candidates' providers
+    summaries: dict[int, str]         # {id: '"its uuid":{its summary}', JSON text}
     class_names: dict[int, str]       # {class id: name}
     cut: bool = False                 # the time bound ended the search
 
@@ -241,11 +241,9 @@ def _find(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
         stop_after = request.limit
     if max_candidates >= 0:
         stop_after = min(stop_after or max_candidates, max_candidates)
-    members = view.members
     candidates = order.take(
         sources, stop_after, strategy, budget, distinct=bool(names.sharing),
-        summarised=(lambda anchor: len(members.get(anchor, ())))
-        if request.nested_aware and view.children else lambda anchor: 0)
+        summarised=view.members if request.nested_aware and view.children else None)
     if kept and not budget.cut:
         # (a cut answer is not kept: the next call would start where this
         # one stopped, and answer more)
@@ -316,7 +314,7 @@ def _kept(view: view_mod.ResourceView, key: Hashable,
 
 def _keep(view: view_mod.ResourceView, key: Hashable, sources: Sources) -> None:
     kept = view.answers
-    count = sum(len(getattr(source, 'items', ())) for source in sources.values())
+    count = sum([len(source.items) for source in sources.values()])
     if count > KEPT_CANDIDATES:
         return
     kept[key] = (view.version, sources, count)   # the most recent last
@@ -391,11 +389,15 @@ def _searches(view: view_mod.ResourceView, request: request_mod.CandidateRequest
 def _with_summaries(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
                     candidates: list[combine.Candidate], class_names: dict[int, str]) -> Result:
     """The Result: the candidates, and summaries of the providers they use
-    (from 1.29, of every provider in their trees)."""
+    (from 1.29, of every provider in their trees); the uuids of the
+    providers of candidates not written yet in the request's form."""
     rows = view.rows
-    shown: set[int] = {rp for c in candidates for rp in c.amounts}
+    shown: set[int] = set().union(*[c.amounts for c in candidates])
     if request.nested_aware and view.children:
         shown = summaries.tree_members(view, {rows[rp].root for rp in shown})
-    mapped = {rp for c in candidates for rps in c.mappings.values() for rp in rps}
-    return Result(candidates, {rp: rows[rp].uuid for rp in shown | mapped},
+    form = combine.written_form(request.version)
+    unwritten = [c for c in candidates if c.written[0] != form]
+    named = set().union(*[c.amounts for c in unwritten],
+                        *[rps for c in unwritten for rps in c.mappings.values()])
+    return Result(candidates, {rp: rows[rp].uuid for rp in named},
                   summaries.texts(view, shown, summaries.shape_of(request)), class_names)

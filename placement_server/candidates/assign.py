@@ -63,7 +63,7 @@ SECONDS_PER_SUMMARY = 8e-6
 class Budget:
     """How long one request may spend (None: no bound): setting up its
     searches, building candidates, and summarising and rendering those
-    found, which each found candidate reserves (``owe``)."""
+    found, which found candidates reserve (``took``)."""
 
     def __init__(self, seconds: float | None) -> None:
         self.deadline = None if not seconds else time.monotonic() + seconds
@@ -71,15 +71,21 @@ class Budget:
         self.owed = 0.0
         self._steps = 0
 
-    def owe(self, allocations: int, summaries: int = 0) -> None:
-        """A candidate of ``allocations`` providers joined the answer, and
-        ``summaries`` more providers are to be summarised."""
-        self.owed += allocations * SECONDS_PER_ALLOCATION + summaries * SECONDS_PER_SUMMARY
-
     def step(self) -> None:
         """One more step of some search: now and then, a look at the clock."""
         self._steps += 1
         if self._steps % _CLOCK_EVERY == 0:
+            self.check()
+
+    def took(self, steps: int, allocations: int, summaries: int) -> None:
+        """``steps`` candidates joined the answer, of ``allocations``
+        providers in all, and ``summaries`` more providers are to be
+        summarised: what they owe, and a look at the clock as ``step``
+        would have taken."""
+        self.owed += allocations * SECONDS_PER_ALLOCATION + summaries * SECONDS_PER_SUMMARY
+        before = self._steps
+        self._steps += steps
+        if before // _CLOCK_EVERY != self._steps // _CLOCK_EVERY:
             self.check()
 
     def check(self) -> None:
@@ -434,12 +440,14 @@ class Twin:
         self.search = search
         self.counterpart = counterpart
         self.items: list[Candidate] = []
+        self.complete = False
 
     def get(self, i: int, budget: Budget) -> Candidate | None:
         items = self.items
         while len(items) <= i:
             found = self.search.get(len(items), budget)
             if found is None:
+                self.complete = True
                 return None
             to = self.counterpart
             items.append(Candidate(

@@ -34,9 +34,33 @@ class Piece(NamedTuple):
     mapped: list[int]
 
 
-class Candidate(NamedTuple):
-    amounts: dict[int, Asked]           # by provider
-    mappings: dict[str, list[int]]      # {suffix: sorted providers}
+_UNWRITTEN = (-1, '')
+
+
+class Candidate:
+    """One allocation request: the amounts it takes per provider, and the
+    providers each group maps to. Candidates are kept with their request's
+    searches between requests (``candidates._kept``), so each is written
+    as JSON once (``render``): ``written`` is (form, text), the form
+    ``written_form`` names (-1 until written; one attribute, so threads
+    rendering the same kept candidate never see a form with another's
+    text). What it says never changes: a provider keeps its uuid, and a
+    change of class names drops every kept search."""
+    __slots__ = ('amounts', 'mappings', 'written')
+
+    def __init__(self, amounts: dict[int, Asked], mappings: dict[str, list[int]]) -> None:
+        self.amounts = amounts          # by provider
+        self.mappings = mappings        # {suffix: sorted providers}
+        self.written: tuple[int, str] = _UNWRITTEN
+
+    def __repr__(self) -> str:
+        return 'Candidate(%r, %r)' % (self.amounts, self.mappings)
+
+
+def written_form(version: tuple[int, int]) -> int:
+    """How a microversion writes an allocation request: 0 a list of
+    allocations (1.10), 1 a dict per provider (1.12), 2 with mappings (1.34)."""
+    return 2 if version >= (1, 34) else 1 if version >= (1, 12) else 0
 
 
 # {anchor root: the pieces that satisfy a group under it}

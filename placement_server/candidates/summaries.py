@@ -38,22 +38,19 @@ def tree_members(view: ResourceView, root_ids: Iterable[int]) -> set[int]:
 
 
 def texts(view: ResourceView, providers: Collection[int], shape: Shape) -> dict[int, str]:
-    """{provider: its summary as JSON text}. Kept in the view for the
-    shapes of 1.27 on (which show every class); an older request's
-    (only its classes) is written for it alone."""
+    """{provider: its summary as a JSON object member: its quoted uuid, a
+    colon, the summary}. Kept in the view for the shapes of 1.27 on (which
+    show every class); an older request's (only its classes) is written for
+    it alone."""
     if shape.classes is not None:
         return {rp: _text(view, rp, shape) for rp in providers}
-    kept = view.summaries
-    found = {}
+    kept = view.summaries.get(shape)
+    if kept is None:
+        kept = view.summaries[shape] = {}
     for rp in providers:
-        mine = kept.get(rp)
-        if mine is None:
-            mine = kept[rp] = {}
-        text = mine.get(shape)
-        if text is None:
-            text = mine[shape] = _text(view, rp, shape)
-        found[rp] = text
-    return found
+        if rp not in kept:
+            kept[rp] = _text(view, rp, shape)
+    return {rp: kept[rp] for rp in providers}
 
 
 def _text(view: ResourceView, rp: int, shape: Shape) -> str:
@@ -66,7 +63,7 @@ def _text(view: ResourceView, rp: int, shape: Shape) -> str:
             shown.append('%s:{"capacity":%d,"used":%d}' % (
                 quoted(name), int(view.inventories[rc][rp][0]),
                 view.used[rc].get(rp, 0) if rc in view.used else 0))
-    text = '{"resources":{%s}' % ','.join(shown)
+    text = '%s:{"resources":{%s}' % (quoted(view.rows[rp].uuid), ','.join(shown))
     if shape.traits:
         # in trait id order (standard traits before custom ones), as upstream lists them
         text += ',"traits":[%s]' % ','.join(
