@@ -24,9 +24,11 @@ A candidate is LABEL=COMMIT:ARGS: placement-server from COMMIT's source
 (empty: this tree) with ARGS. Two other servers load this tree's
 ``placement_server.wsgi_app:application`` instead:
 
-  LABEL=uwsgi-kolla:N     uWSGI (the test extras') with the ini Kolla-Ansible
+  LABEL=uwsgi-kolla:N [KEY=VALUE ...]
+                          uWSGI (the test extras') with the ini Kolla-Ansible
                           renders for placement-api, N processes
-                          (tests/integration/uwsgi.py)
+                          (tests/integration/uwsgi.py), plus any KEY=VALUE
+                          lines (e.g. listen=1024 harakiri=5)
   LABEL=granian:ARGS      granian (GRANIAN_PIN, in a side virtualenv this
                           bench builds, .venv-granian) with 2 workers and ARGS
 
@@ -87,6 +89,14 @@ class Candidate:
         self.args = shlex.split(args)
 
 
+class KollaUwsgi(uwsgi.UwsgiServer):
+    """Kolla's ini with ``extra`` (key, value) lines added."""
+    extra: list[tuple[str, ...]] = []
+
+    def ini(self):
+        return super().ini() + self.extra
+
+
 class Running:
     """A candidate up: its process (the master), URL and port; ``stop``."""
 
@@ -98,7 +108,10 @@ def start(candidate, db_url, workdir):
     where = os.path.join(workdir, '%s-%d' % (candidate.label, time.monotonic_ns()))
     os.makedirs(where)
     if candidate.server == 'uwsgi-kolla':
-        server = uwsgi.UwsgiServer(db_url, where, processes=int(candidate.args[0])).start()
+        processes, *extra = candidate.args
+        server = KollaUwsgi(db_url, where, processes=int(processes))
+        server.extra = [tuple(line.split('=', 1)) for line in extra]
+        server.start()
         return Running(server.proc, server.url, server.port, server.stop)
     if candidate.server == 'granian':
         return start_granian(candidate, db_url, where)
