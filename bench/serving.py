@@ -20,10 +20,23 @@ The server's CPU is the master's and its workers' user+system time
     PLACEMENT_UPSTREAM_VENV=... .venv/bin/python bench/serving.py --engine mysql \\
         --candidate 'read-whole-t1=:--threads 1' --candidate 'stock-t32=main:' ...
 
-A candidate is LABEL=COMMIT:ARGS (an empty COMMIT: this tree); writes
-bench/results/serving-<engine>.json and prints a markdown table.
+A candidate is LABEL=COMMIT:ARGS: placement-server from COMMIT's source
+(empty: this tree) with ARGS. Two other servers load this tree's
+``placement_server.wsgi_app:application`` instead:
+
+  LABEL=uwsgi-kolla:N [KEY=VALUE ...]
+                          uWSGI (the test extras') with the ini Kolla-Ansible
+                          renders for placement-api, N processes
+                          (tests/integration/uwsgi.py), plus any KEY=VALUE
+                          lines (e.g. listen=1024 harakiri=5)
+  LABEL=granian:ARGS      granian (GRANIAN_PIN, in a side virtualenv this
+                          bench builds, .venv-granian) with 2 workers and ARGS
+
+Writes bench/results/serving-<engine>[-<name>].json (with the load
+average before and after each run) and prints a markdown table.
 """
 import argparse
+import glob
 import json
 import os
 import shlex
@@ -42,10 +55,15 @@ from bench.allocation_candidates import PLACELOAD_IN_FLIGHT  # noqa: E402
 from bench.allocation_candidates import QUERIES  # noqa: E402
 from tests import databases  # noqa: E402
 from tests import upstream  # noqa: E402
+from tests.integration import servers  # noqa: E402
+from tests.integration import uwsgi  # noqa: E402
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEADERS = {'X-Auth-Token': 'admin', 'OpenStack-API-Version': 'placement 1.39'}
 STALLED = 200
+GRANIAN_PIN = 'granian==2.8.7'
+GRANIAN_VENV = os.path.join(HERE, '.venv-granian')
+SERVERS = ('uwsgi-kolla', 'granian')    # COMMIT names that are other servers
 
 
 def source_of(commit, workdir):
@@ -66,11 +84,77 @@ class Candidate:
         self.label, _, rest = spec.partition('=')
         commit, _, args = rest.partition(':')
         self.commit = commit
-        self.source = source_of(commit, workdir)
+        self.server = commit if commit in SERVERS else 'placement-server'
+        self.source = source_of(commit, workdir) if self.server == 'placement-server' else None
         self.args = shlex.split(args)
 
 
+class KollaUwsgi(uwsgi.UwsgiServer):
+    """Kolla's ini with ``extra`` (key, value) lines added."""
+    extra: list[tuple[str, ...]] = []
+
+    def ini(self):
+        return super().ini() + self.extra
+
+
+class Running:
+    """A candidate up: its process (the master), URL and port; ``stop``."""
+
+    def __init__(self, proc, base, port, stop):
+        self.proc, self.base, self.port, self.stop = proc, base, port, stop
+
+
 def start(candidate, db_url, workdir):
+    where = os.path.join(workdir, '%s-%d' % (candidate.label, time.monotonic_ns()))
+    os.makedirs(where)
+    if candidate.server == 'uwsgi-kolla':
+        processes, *extra = candidate.args
+        server = KollaUwsgi(db_url, where, processes=int(processes))
+        server.extra = [tuple(line.split('=', 1)) for line in extra]
+        server.start()
+        return Running(server.proc, server.url, server.port, server.stop)
+    if candidate.server == 'granian':
+        return start_granian(candidate, db_url, where)
+    return start_placement_server(candidate, db_url, workdir)
+
+
+def granian_site():
+    """The site-packages of a side virtualenv holding only granian."""
+    venv = upstream.ensure_venv(GRANIAN_VENV, (GRANIAN_PIN,), 'granian-pins.txt')
+    return glob.glob(os.path.join(venv, 'lib', 'python3*', 'site-packages'))[0]
+
+
+def start_granian(candidate, db_url, where):
+    """granian serving this tree's application, with our virtualenv's
+    Python and packages (granian's own site-packages appended to its path),
+    configured as uWSGI is: placement.conf in OS_PLACEMENT_CONFIG_DIR."""
+    port = upstream.free_port()
+    conf = os.path.join(where, 'placement.conf')
+    upstream.write_config(conf, db_url)
+    env = upstream.clean_env(HOME=where, OS_PLACEMENT_CONFIG_DIR=where, PYTHONPATH=HERE)
+    subprocess.run([servers.PLACEMENT_MANAGE, '--config-file', conf, 'db', 'sync'],
+                   check=True, capture_output=True, timeout=300, env=env)
+    cmd = [sys.executable, '-c', 'import sys; sys.path.append(%r); '
+           'from granian.cli import entrypoint; entrypoint()' % granian_site(),
+           '--interface', 'wsgi', '--host', '127.0.0.1', '--port', str(port),
+           '--workers', '2', *candidate.args, 'placement_server.wsgi_app:application']
+    log = open(os.path.join(where, 'granian.log'), 'ab')
+    proc = subprocess.Popen(cmd, cwd=where, stdout=log, stderr=subprocess.STDOUT, env=env)
+    base = 'http://127.0.0.1:%d' % port
+    upstream.wait_until_up(base, proc, log.name, 120)
+    return Running(proc, base, port, lambda: stop_process(proc))
+
+
+def stop_process(proc):
+    proc.terminate()
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def start_placement_server(candidate, db_url, workdir):
     port = upstream.free_port()
     cmd = [sys.executable, '-c', 'from placement_server.cmd.server import main; main()',
            '--host', '127.0.0.1', '--port', str(port), '--workers', '2',
@@ -84,7 +168,7 @@ def start(candidate, db_url, workdir):
     proc = subprocess.Popen(cmd, cwd=workdir, stdout=log, stderr=subprocess.STDOUT, env=env)
     base = 'http://127.0.0.1:%d' % port
     upstream.wait_until_up(base, proc, log.name, 120)
-    return proc, base, port
+    return Running(proc, base, port, lambda: stop_process(proc))
 
 
 def server_cpu(proc):
@@ -138,7 +222,10 @@ def stalled(port, base):
     socks = []
     try:
         for i in range(STALLED):
-            s = socket.create_connection(('127.0.0.1', port), timeout=10)
+            try:
+                s = socket.create_connection(('127.0.0.1', port), timeout=5)
+            except OSError:
+                break     # the listen queue is full: nobody new gets in either
             socks.append(s)
             if i % 2:
                 s.sendall(b'GET /resource_providers HTTP/1.1\r\nHost: x\r\nX-Au')
@@ -157,7 +244,8 @@ def stalled(port, base):
                 if unanswered >= 3:
                     break
             slowest = max(slowest, time.monotonic() - started)
-        return {'slowest_ms': round(slowest * 1000, 1), 'unanswered': unanswered}
+        return {'slowest_ms': round(slowest * 1000, 1), 'unanswered': unanswered,
+                'stallers_connected': len(socks)}
     finally:
         for s in socks:
             s.close()
@@ -165,24 +253,22 @@ def stalled(port, base):
 
 def run_one(candidate, engine, providers, count, workdir):
     test_db = databases.TestDatabase(engine, workdir)
-    proc = None
+    server = None
     try:
-        proc, base, port = start(candidate, test_db.url, workdir)
-        result = {'creation': creation(proc, base, providers)}
+        server = start(candidate, test_db.url, workdir)
+        proc, base, port = server.proc, server.base, server.port
+        result = {'load_before': os.getloadavg()[0],
+                  'creation': creation(proc, base, providers)}
         path = '/allocation_candidates?' + QUERIES['flat']
         ab(proc, base, path, 50, 10)     # warm
         result['ab_c10'] = ab(proc, base, path, count, 10)
         result['latency'] = ab(proc, base, path, max(count // 5, 50), 1)
         result['stalled'] = stalled(port, base)
+        result['load_after'] = os.getloadavg()[0]
         return result
     finally:
-        if proc is not None:
-            proc.terminate()
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        if server is not None:
+            server.stop()
         test_db.drop()
 
 
@@ -193,6 +279,8 @@ def main(argv=None):
     parser.add_argument('--requests', type=int, default=1000)
     parser.add_argument('--rounds', type=int, default=1, help='ABBA pairs')
     parser.add_argument('--candidate', action='append', required=True)
+    parser.add_argument('--name', default='',
+                        help='results in bench/results/serving-<engine>-<name>.json')
     args = parser.parse_args(argv)
     upstream.ensure_venv()
     workdir = tempfile.mkdtemp(prefix='serving-bench-')
@@ -204,8 +292,8 @@ def main(argv=None):
             print(c.label, json.dumps(r), flush=True)
             results[c.label].append(r)
     os.makedirs(os.path.join(HERE, 'bench', 'results'), exist_ok=True)
-    with open(os.path.join(HERE, 'bench', 'results', 'serving-%s.json' % args.engine),
-              'w') as f:
+    name = 'serving-%s%s.json' % (args.engine, '-' + args.name if args.name else '')
+    with open(os.path.join(HERE, 'bench', 'results', name), 'w') as f:
         json.dump({'candidates': {c.label: {'commit': c.commit or 'HEAD', 'args': c.args}
                                   for c in candidates}, 'results': results}, f, indent=1)
     print(table(candidates, results))
@@ -217,18 +305,21 @@ def _mean(values):
 
 def table(candidates, results):
     rows = ['| candidate | ab -c 10 req/s | CPU-ms/req | latency ms (c 1) | '
-            'creation s (CPU s) | stalled: slowest ms / unanswered |',
-            '|---|---|---|---|---|---|']
+            'creation s (CPU s) | stalled: slowest ms / unanswered | load average |',
+            '|---|---|---|---|---|---|---|']
     for c in candidates:
         rs = results[c.label]
-        rows.append('| %s | %.0f | %.2f | %.1f | %.1f (%.1f) | %s |' % (
+        rows.append('| %s | %.0f | %.2f | %.1f | %.1f (%.1f) | %s | %s |' % (
             c.label, _mean([r['ab_c10']['req_s'] for r in rs]),
             _mean([r['ab_c10']['cpu_ms_per_req'] for r in rs]),
             _mean([r['latency']['mean_ms'] for r in rs]),
             _mean([r['creation']['wall_s'] for r in rs]),
             _mean([r['creation']['cpu_s'] for r in rs]),
             ' '.join('%s/%s' % (r['stalled']['slowest_ms'], r['stalled']['unanswered'])
-                     for r in rs)))
+                     + ('' if r['stalled']['stallers_connected'] == STALLED else
+                        ' (%d stallers in)' % r['stalled']['stallers_connected'])
+                     for r in rs),
+            ' '.join('%.0f-%.0f' % (r['load_before'], r['load_after']) for r in rs)))
     return '\n'.join(rows)
 
 
