@@ -7,8 +7,13 @@ them per provider and follows the view: after the view's refresh it reads
 again only the trees the view says changed (``trees_changed_since``), so a
 scrape of an unchanged cloud sends no query of its own.
 """
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Sequence
 import dataclasses
 from typing import Any
+from typing import Generic
+from typing import TypeVar
 import weakref
 
 import sqlalchemy as sa
@@ -23,17 +28,6 @@ Raw = tuple[int, int, float]
 
 _COLUMNS = (INV.c.resource_provider_id, INV.c.resource_class_id, INV.c.total,
             INV.c.reserved, INV.c.allocation_ratio)
-_ALL = sa.select(*_COLUMNS)
-_OF_PROVIDERS = view_mod.ByIds(
-    lambda holds: sa.select(*_COLUMNS).where(holds(INV.c.resource_provider_id)))
-
-
-@dataclasses.dataclass
-class Inventories:
-    """{provider: {class: Raw}} as of the view's ``version``."""
-    version: int = -1
-    of: dict[int, dict[int, Raw]] = dataclasses.field(default_factory=dict)
-
 
 # What this package keeps beside each view, by key. Not in the view's own
 # ``answers``, whose entries are the candidates' (and bounded by their
@@ -51,29 +45,56 @@ def beside(view: view_mod.ResourceView) -> dict[Any, Any]:
     return kept
 
 
-_KEY = 'inventories'
+
+Row = TypeVar('Row')
 
 
-def _add(into: dict[int, dict[int, Raw]], rows: Any) -> None:
+@dataclasses.dataclass
+class Kept(Generic[Row]):
+    """A side table's rows per provider as of the view's ``version``."""
+    version: int = -1
+    of: dict[int, Row] = dataclasses.field(default_factory=dict)
+
+
+class SideTable(Generic[Row]):
+    """Rows per provider, kept beside the view under ``key`` and read again
+    only for the trees the view says changed. ``columns`` start with the
+    provider id; ``add`` files rows into ``Kept.of``."""
+
+    def __init__(self, key: str, columns: Sequence[Any],
+                 add: Callable[[dict[int, Row], Iterable[Any]], None]) -> None:
+        self.key = key
+        self._add = add
+        self._all = sa.select(*columns)
+        self._of_providers = view_mod.ByIds(
+            lambda holds: sa.select(*columns).where(holds(columns[0])))
+
+    def current(self, view: view_mod.ResourceView, conn: sa.Connection) -> Kept[Row]:
+        """The rows matching ``view`` (refreshed by the caller, who holds its
+        lock)."""
+        kept: Kept[Row] | None = beside(view).get(self.key)
+        changed = None if kept is None else view.trees_changed_since(kept.version)
+        if kept is None or changed is None:
+            kept = Kept(view.version, {})
+            self._add(kept.of, view_mod.fetch_all(conn, self._all))
+        elif changed:
+            members = view.members
+            ids = {rp for root in changed for rp in members.get(root, ())}
+            # Providers moved or deleted: whatever the table had of them goes.
+            for rp in [rp for rp in kept.of if rp not in view.rows or rp in ids]:
+                del kept.of[rp]
+            self._add(kept.of, self._of_providers.rows(conn, ids))
+            kept.version = view.version
+        beside(view)[self.key] = kept
+        return kept
+
+
+def _add(into: dict[int, dict[int, Raw]], rows: Iterable[Any]) -> None:
     for rp, rc, total, reserved, ratio in rows:
         into.setdefault(rp, {})[rc] = (int(total), int(reserved), float(ratio))
 
 
-def current(view: view_mod.ResourceView, conn: sa.Connection) -> Inventories:
-    """The raw inventories matching ``view`` (refreshed by the caller, who
-    holds its lock), read again only where the view changed."""
-    kept: Inventories | None = beside(view).get(_KEY)
-    changed = None if kept is None else view.trees_changed_since(kept.version)
-    if kept is None or changed is None:
-        kept = Inventories(view.version, {})
-        _add(kept.of, view_mod.fetch_all(conn, _ALL))
-    elif changed:
-        members = view.members
-        ids = {rp for root in changed for rp in members.get(root, ())}
-        # Providers moved or deleted: whatever the table had of them goes.
-        for rp in [rp for rp in kept.of if rp not in view.rows or rp in ids]:
-            del kept.of[rp]
-        _add(kept.of, _OF_PROVIDERS.rows(conn, ids))
-        kept.version = view.version
-    beside(view)[_KEY] = kept
-    return kept
+# {provider: {class: Raw}}
+Inventories = Kept[dict[int, Raw]]
+_TABLE: SideTable[dict[int, Raw]] = SideTable('inventories', _COLUMNS, _add)
+current = _TABLE.current
