@@ -14,11 +14,20 @@ While a request is being read:
   at once without reading further;
 - a client that goes away before its request is complete is forgotten.
 
+With ``--threads 1`` the event loop runs the application itself, one
+request at a time per process, as a sync worker would but with every
+request read whole first: no thread pool, no hand-off of each request to
+a thread and back (a pipe write, a future, the GIL passed twice). Its
+answer is written without blocking the loop: what the client does not
+take at once waits in a buffer the loop sends as the socket drains, for
+``--body-timeout`` seconds at most.
+
 A request gunicorn cannot parse (a bad request line or header, a
 Content-Length that is not a number) is refused, as every placement error
 is, with a JSON error document; gunicorn writes an HTML page, and
 placement's clients (and upstream's API tests) parse JSON.
 """
+import concurrent.futures
 import errno
 from functools import partial
 import json
@@ -65,6 +74,34 @@ def error_document(exc: BaseException | str, status: int = 400,
     return head.encode('latin1') + body
 
 
+class _Outbox:
+    """The socket an inline request's answer is written to: what the
+    client does not take at once is kept, for the event loop to send."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.backlog = bytearray()
+
+    def sendall(self, data: bytes) -> None:
+        sent = 0
+        if not self.backlog:
+            try:
+                sent = self.sock.send(data)
+            except (BlockingIOError, InterruptedError):
+                pass
+        self.backlog += memoryview(data)[sent:]
+
+    def flush(self) -> None:
+        """Sends what the socket takes now (OSError: the client is gone)."""
+        try:
+            del self.backlog[:self.sock.send(self.backlog)]
+        except (BlockingIOError, InterruptedError):
+            pass
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.sock, name)
+
+
 class Worker(gthread.ThreadWorker):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -73,6 +110,8 @@ class Worker(gthread.ThreadWorker):
         self.header_timeout = Serving.header_timeout
         self.body_timeout = Serving.body_timeout
         self.reading: dict[Any, None] = {}     # connections being read, in order
+        self.writing: dict[Any, None] = {}     # inline answers being sent
+        self.inline = self.cfg.threads == 1
 
     # -- reading requests in the event loop ---------------------------------
 
@@ -148,7 +187,39 @@ class Worker(gthread.ThreadWorker):
                     bytes(conn.request[:framing.head_end]))
             self.poller.unregister(conn.sock)
             del self.reading[conn]
-            self.enqueue_req(conn)
+            if self.inline:
+                self._run_inline(conn)
+            else:
+                self.enqueue_req(conn)
+
+    def _run_inline(self, conn: Any) -> None:
+        """Runs the application here, in the event loop; its answer is
+        sent as the client takes it."""
+        conn.outbox = None
+        keepalive = self.handle(conn)
+        if conn.outbox is None or not conn.outbox.backlog:
+            self._after_answer(conn, keepalive)
+            return
+        conn.keepalive = keepalive
+        conn.timeout = time.monotonic() + self.body_timeout
+        self.writing[conn] = None
+        self.poller.register(conn.sock, selectors.EVENT_WRITE, partial(self._write, conn))
+
+    def _write(self, conn: Any, client: Any) -> None:
+        try:
+            conn.outbox.flush()
+        except OSError:
+            conn.outbox.backlog.clear()
+            conn.keepalive = False
+        if not conn.outbox.backlog:
+            self.poller.unregister(conn.sock)
+            del self.writing[conn]
+            self._after_answer(conn, conn.keepalive)
+
+    def _after_answer(self, conn: Any, keepalive: bool) -> None:
+        future: Any = concurrent.futures.Future()
+        future.set_result(keepalive)
+        self.finish_request(conn, future)
 
     def _send(self, conn: Any, data: bytes) -> None:
         try:
@@ -176,7 +247,15 @@ class Worker(gthread.ThreadWorker):
     def murder_pending(self) -> None:
         super().murder_pending()
         now = time.monotonic()
+        for conn in [c for c in self.writing if c.timeout <= now]:
+            self.writing.pop(conn)
+            self._close(conn)
         for conn in [c for c in self.reading if c.timeout <= now]:
+            if self.inline and conn in self.reading:
+                # what arrived while the loop ran an application counts
+                self._read(conn, conn.sock)
+            if conn not in self.reading or conn.timeout > now:
+                continue
             if conn.request:
                 self._answer_and_close(conn, error_document(
                     'The request did not arrive in time.', 408, 'Request Timeout'))
@@ -199,9 +278,18 @@ class Worker(gthread.ThreadWorker):
 
     def handle_request(self, req: Any, conn: Any) -> Any:
         # Only the answer is written from here: bounded, so that a client
-        # that does not read it cannot hold the thread.
-        conn.sock.settimeout(self.body_timeout)
-        return super().handle_request(req, conn)
+        # that does not read it cannot hold the thread; inline, never
+        # blocking: the loop sends what the client did not take yet.
+        if not self.inline:
+            conn.sock.settimeout(self.body_timeout)
+            return super().handle_request(req, conn)
+        sock = conn.sock
+        sock.settimeout(0.0)
+        conn.sock = conn.outbox = _Outbox(sock)
+        try:
+            return super().handle_request(req, conn)
+        finally:
+            conn.sock = sock
 
     def finish_request(self, conn: Any, fs: Any) -> None:
         try:

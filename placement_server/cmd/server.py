@@ -5,13 +5,15 @@ upgrades the schema with --sync-db) before forking workers, so a mistake
 is one line and exit status 1, not a crash loop. Each worker then opens
 its own database pool.
 
-Workers are gunicorn's threaded workers whose event loop reads each
-request whole before a thread runs it (placement_server.cmd.gunicorn_worker):
-a connection waiting for its client (slow, stalled, or idle between
-keep-alive requests) holds no thread, only until its read timeout, so
-such clients cannot stop the others being served; ``--threads`` is how
-many requests a worker runs at once. SIGTERM (or SIGINT) stops
-gracefully: requests in flight finish, then the master exits 0.
+Each worker's event loop reads every request whole before the application
+runs it (placement_server.cmd.gunicorn_worker): a connection waiting for
+its client (slow, stalled, or idle between keep-alive requests) holds
+nothing but a buffer, only until its read timeout, so such clients cannot
+stop the others being served. By default (``--threads 1``) the loop runs
+the application itself, one request at a time per worker, and sends each
+answer as the client takes it; ``--threads N`` runs up to N at once in a
+thread pool instead. SIGTERM (or SIGINT) stops gracefully: requests in
+flight finish, then the master exits 0.
 
 gunicorn's own messages (workers booting, timing out, killed) go through
 oslo.log like the service's; the master logs the version and every
@@ -45,10 +47,11 @@ if TYPE_CHECKING:   # gunicorn ships no types: these name what it passes
 
 DEFAULT_HOST = '127.0.0.1'
 DEFAULT_PORT = 8778
-# Threads only run the application (requests are read whole first): a few
-# overlap database round trips; 32 cost ~1.5x the CPU per request and 2x
-# per provider created in GIL contention (docs/bench/serving.md).
-DEFAULT_THREADS = 4
+# One request at a time per worker, run by its event loop: no hand-off to
+# a thread and back, no GIL passed between threads; against 4 threads,
+# 0.83-0.92x the server CPU per request on every gate cell and as much or
+# more throughput (docs/bench/serving.md, "Inline").
+DEFAULT_THREADS = 1
 # What Apache in front of upstream's placement accepts (LimitRequestLine).
 DEFAULT_LIMIT_REQUEST_LINE = 8190
 MAX_LIMIT_REQUEST_LINE = 65535          # uwsgi's largest buffer-size
@@ -77,7 +80,8 @@ def _parser() -> cmd.ArgumentParser:
     parser.add_argument('--workers', type=int, default=1,
                         help='worker processes (default %(default)s)')
     parser.add_argument('--threads', type=int, default=DEFAULT_THREADS,
-                        help='requests each worker runs at once '
+                        help='requests each worker runs at once; 1 runs them '
+                             'in its event loop, more in a thread pool '
                              '(default %(default)s)')
     parser.add_argument('--timeout', type=int, default=120,
                         help='seconds a request may take before its worker '

@@ -250,3 +250,43 @@ def _set_ratio(database, ratio):
 
 def _not_json(name):
     raise AssertionError('%s in an answer is not JSON' % name)
+
+
+
+def test_clients_that_do_not_read_their_answers_do_not_stop_the_others(placement_servers,
+                                                                        tmp_path):
+    # One worker: what a client that takes nothing holds, it holds from all.
+    server, = placement_servers('sqlite:///%s' % (tmp_path / 'p.sqlite'), workers=1,
+                                extra_args=['--body-timeout', '3'])
+    with requests.Session() as session:
+        for i in range(300):
+            assert session.post(server.url + '/resource_providers', headers=ADMIN, json={
+                'name': '%03d-%s' % (i, 'x' * 190)}).status_code == 200
+    one = len(requests.get(server.url + '/resource_providers', headers=ADMIN).content)
+    # Each asks for more answers at once (pipelined) than the socket
+    # buffers between it and the server hold (~3 MB on loopback).
+    asked = 1 + (4 << 20) // one
+    takers = []
+    try:
+        for _ in range(6):        # more than a worker has threads
+            sock = socket.socket()
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.connect(('127.0.0.1', server.port))
+            sock.sendall(b'GET /resource_providers HTTP/1.1\r\nHost: x\r\n'
+                         b'X-Auth-Token: admin\r\n\r\n' * asked)
+            takers.append(sock)
+        time.sleep(1)
+        _served_within_a_second(server)
+        time.sleep(3)             # --body-timeout: then each is let go
+        for sock in takers:
+            sock.settimeout(10)
+            got = 0
+            try:
+                while chunk := sock.recv(1 << 20):
+                    got += len(chunk)
+            except ConnectionResetError:
+                pass
+            assert 0 < got < one * asked
+    finally:
+        for sock in takers:
+            sock.close()
