@@ -217,6 +217,8 @@ class Worker(gthread.ThreadWorker):
             self._after_answer(conn, conn.keepalive)
 
     def _after_answer(self, conn: Any, keepalive: bool) -> None:
+        """Keep-alive or close, decided where a thread's answer is
+        (finish_request takes the outcome a thread's future would give)."""
         future: Any = concurrent.futures.Future()
         future.set_result(keepalive)
         self.finish_request(conn, future)
