@@ -77,6 +77,8 @@ def workload(providers, list_repeats):
                 for pair in zip(uuids[0::2], uuids[1::2])])
 
         def listed(call, path):
+            if 'floor' in clients:   # the floor sends the very bytes ours sends
+                clients['floor'].record(path, clients['ours'].call('GET', path)[1].content)
             for name, client in clients.items():
                 _check_count(client.call('GET', path)[1], providers)
             for i in range(list_repeats):

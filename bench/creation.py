@@ -42,30 +42,7 @@ DATABASE_PROCESSES = {'postgresql': ('postgres',), 'mysql': ('mariadbd', 'mysqld
                       'sqlite': ()}
 
 
-class Floor(upstream.PlacementServer):
-    """A server that answers and does nothing (bench/floor_app.py)."""
-    name = 'floor'
-    app = 'bench.floor_app:application'
-    worker_class = harness.WORKER
-    threads = harness.THREADS
-
-    def gunicorn(self):
-        return os.path.join(os.path.dirname(sys.executable), 'gunicorn')
-
-    def start(self):
-        harness.serve_from_this_tree(self.workdir, 'bench')
-        harness.serve_from_this_tree(self.workdir, 'placement_server')
-        log = open(self.log_path, 'ab')
-        self.proc = subprocess.Popen(
-            upstream.gunicorn_command(self.gunicorn(), self.app, self.port, self.workers,
-                                      self.worker_class, self.threads),
-            env=upstream.clean_env(), cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT)
-        log.close()
-        upstream.wait_until_up(self.url, self.proc, self.log_path)
-        return self.url
-
-
-SERVERS = dict(harness.SERVERS, floor=Floor)
+SERVERS = harness.SERVERS
 
 
 def _cpu(processes):

@@ -34,6 +34,7 @@ TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if TOP not in sys.path:
     sys.path.insert(0, TOP)
 
+from bench import floor_app  # noqa: E402
 from placement_server.cmd import server as server_cmd  # noqa: E402
 from placement_server.db import api as db_api  # noqa: E402
 from placement_server.db import migration  # noqa: E402
@@ -94,7 +95,24 @@ class UpstreamPlacement(UnderOurWorker, upstream.UpstreamPlacement):
     """Upstream's placement, from its side virtualenv."""
 
 
-SERVERS = {'ours': OurPlacement, 'upstream': UpstreamPlacement}
+class Floor(UnderOurWorker, upstream.PlacementServer):
+    """A server that answers and does nothing (bench/floor_app.py), under
+    the same worker: what the client and the serving process cost."""
+    name = 'floor'
+    app = 'bench.floor_app:application'
+
+    def gunicorn(self):
+        return os.path.join(os.path.dirname(sys.executable), 'gunicorn')
+
+    def sync_db(self):
+        pass   # no database
+
+    def start(self):
+        serve_from_this_tree(self.workdir, 'bench')
+        return super().start()
+
+
+SERVERS = {'ours': OurPlacement, 'upstream': UpstreamPlacement, 'floor': Floor}
 
 
 class ScratchDatabase:
@@ -151,6 +169,12 @@ class Client:
         resp = self.session.request(method, self.base + path, json=body,
                                     headers=headers, timeout=300)
         return time.perf_counter() - start, resp
+
+    def record(self, path, answer):
+        """A floor's (``Floor``) answer to GET ``path`` from now on."""
+        resp = self.session.put(self.base + path, data=answer,
+                                headers={floor_app.RECORD_HEADER: '1'}, timeout=60)
+        resp.raise_for_status()
 
     def curl(self, path, version=None):
         """(seconds, HTTP status) of one GET timed by curl itself, as the
@@ -288,19 +312,27 @@ def ratio(theirs, ours):
 
 
 def latency_table(results, calls, stat='p50'):
-    """Markdown rows: call, our and upstream latency, upstream/ours."""
+    """Markdown rows: call, our and upstream latency, upstream/ours; with
+    a floor in the run, its latency and the best ratio it leaves possible
+    (upstream/floor)."""
+    floor = 'floor' in results
     rows = ['| call | ours %s ms | upstream %s ms | ours p99 | upstream p99 | '
-            'ratio %s (upstream/ours) |' % (stat, stat, stat),
-            '|---|---|---|---|---|---|']
+            'ratio %s (upstream/ours) |%s' % (
+                stat, stat, stat, ' floor %s ms | best possible (upstream/floor) |' % stat
+                if floor else ''),
+            '|---|---|---|---|---|---|' + ('---|---|' if floor else '')]
     for call in calls:
-        ours = results.get('ours', {}).get(call, {})
-        theirs = results.get('upstream', {}).get(call, {})
-        both = [_cell(ours, stat), _cell(theirs, stat)]
-        valid = all(isinstance(v, float) for v in both)
+        ours, theirs, least = (_cell(results.get(name, {}).get(call, {}), stat)
+                               for name in ('ours', 'upstream', 'floor'))
         rows.append('| %s | %s | %s | %s | %s | %s |' % (
-            call, both[0], both[1], _cell(ours, 'p99'), _cell(theirs, 'p99'),
-            ratio(both[1], both[0]) if valid else 'n/a'))
+            call, ours, theirs, _cell(results.get('ours', {}).get(call, {}), 'p99'),
+            _cell(results.get('upstream', {}).get(call, {}), 'p99'), _ratio_of(theirs, ours))
+            + (' %s | %s |' % (least, _ratio_of(theirs, least)) if floor else ''))
     return '\n'.join(rows)
+
+
+def _ratio_of(theirs, ours):
+    return ratio(theirs, ours) if isinstance(theirs, float) and isinstance(ours, float) else 'n/a'
 
 
 def _cell(summary, stat):
