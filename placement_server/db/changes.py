@@ -306,35 +306,43 @@ def since(conn: sa.Connection, last: Position) -> tuple[Position, set[int]] | No
     The new position is the highest number seen per shard (see the module
     docstring for why that is safe), not the counter: a counter read in
     the same statement could be ahead of the rows that statement saw.
+
+    The database judges what it can, so that a reader with nothing new
+    gets one row (this runs before every read request): only the counters
+    that say another history (pruned past the reader, or below it), the
+    change rows after each mark, a row at a mark's number that is not the
+    record the reader applied, and how many of those records are still
+    there.
     """
-    after = ' OR '.join('(shard = %d AND seq >= %d)' % (shard, mark.seq)
-                        for shard, mark in sorted(last.items()))
+    at = ' '.join('WHEN %d THEN %d' % (shard, mark.seq) for shard, mark in sorted(last.items()))
+    marked = sorted((shard, mark) for shard, mark in last.items() if mark.token is not None)
+    newer = ' OR '.join(
+        '(shard = %d AND seq >= %d)' % (shard, mark.seq) if mark.token is None else
+        '(shard = %d AND (seq > %d OR (seq = %d AND token <> %d)))'
+        % (shard, mark.seq, mark.seq, mark.token) for shard, mark in sorted(last.items()))
+    held = ' OR '.join('(shard = %d AND seq = %d AND token = %d)' % (shard, mark.seq, mark.token)
+                       for shard, mark in marked)
     rows = conn.exec_driver_sql(
-        'SELECT shard, NULL, floor, seq FROM resource_view_counters UNION ALL '
-        'SELECT shard, seq, provider_id, token FROM resource_view_changes WHERE %s'
-        % (after or '1 = 0')).all()
+        'SELECT shard, NULL, floor, seq FROM resource_view_counters '
+        'WHERE floor > %(at)s OR seq < %(at)s UNION ALL '
+        'SELECT shard, seq, provider_id, token FROM resource_view_changes WHERE %(newer)s '
+        'UNION ALL SELECT -1, COUNT(DISTINCT shard), NULL, NULL FROM resource_view_changes '
+        'WHERE %(held)s' % {'at': 'CASE shard %s ELSE 0 END' % at if at else '0',
+                           'newer': newer or '1 = 0', 'held': held or '1 = 0'}).all()
     new = dict(last)
-    # the shards whose mark's record was found, with its token
-    held: set[int] = set()
     changed: set[int] = set()
     for shard, seq, value, token in rows:
-        if seq is None:   # a counter: value its floor, token its number
-            at = last[shard].seq if shard in last else 0
-            # pruned past the reader, or a counter below it: another history
-            if value > at or token < at:
+        if shard < 0:   # how many of the records the reader applied are there
+            if seq != len(marked):
                 return None
-            continue
-        mark = last[shard]   # (change rows are read for the shards in last)
-        if seq == mark.seq:
-            if token != mark.token:   # (a mark without a token wants no row)
-                return None
-            held.add(shard)
+        elif seq is None or seq == last[shard].seq:
+            # a counter pruned past the reader or standing below it; a
+            # record at the reader's number that it did not apply
+            return None
         else:
             changed.add(value)
             if seq > new[shard].seq:
                 new[shard] = Mark(seq, token)
-    if len(held) != sum(mark.token is not None for mark in last.values()):
-        return None   # a record the reader applied is gone
     return new, changed
 
 

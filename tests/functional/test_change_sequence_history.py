@@ -12,6 +12,8 @@ with SQL, on every engine: what a restore or a failover does to them.
 What it does to the rest, under running servers, is
 tests/integration/test_history_changes.py's.
 """
+from unittest import mock
+
 import pytest
 
 from placement_server.db import changes
@@ -130,3 +132,35 @@ def test_a_record_with_another_token_at_the_readers_number_reloads(api, database
     with database.writer() as conn:
         conn.exec_driver_sql('UPDATE resource_view_changes SET token = token + 1')
     assert since(database, reader) is None
+
+
+def test_a_record_the_reader_applied_gone_from_its_number_reloads(api, database, rp):
+    # rows deleted by hand: nothing at the reader's number, nothing after
+    # it, every counter as it stood -- only the missing record tells
+    writes(api, rp, 1)
+    reader = position(database)
+    shard = max(reader, key=lambda s: reader[s].seq)
+    with database.writer() as conn:
+        conn.exec_driver_sql('DELETE FROM resource_view_changes WHERE shard = %d AND seq = %d'
+                             % (shard, reader[shard].seq))
+    assert since(database, reader) is None
+
+
+def test_a_reader_with_nothing_new_gets_one_row(api, database, rp):
+    # since runs before every read request: what it reads when nothing
+    # changed is what every request pays
+    writes(api, rp, 3)
+    reader = position(database)
+    seen = []
+
+    def read(sql, *args, **kwargs):
+        if not sql.startswith('SELECT shard'):   # (SQLite's BEGIN)
+            return execute(sql, *args, **kwargs)
+        rows = execute(sql).all()
+        seen.append(rows)
+        return mock.Mock(all=lambda: rows)
+    with database.reader() as conn:
+        execute = conn.exec_driver_sql
+        with mock.patch.object(conn, 'exec_driver_sql', read):
+            assert changes.since(conn, reader) == (reader, set())
+    assert [len(rows) for rows in seen] == [1]
