@@ -315,13 +315,14 @@ def since(conn: sa.Connection, last: Position) -> tuple[Position, set[int]] | No
     there.
     """
     at = ' '.join('WHEN %d THEN %d' % (shard, mark.seq) for shard, mark in sorted(last.items()))
-    marked = sorted((shard, mark) for shard, mark in last.items() if mark.token is not None)
+    marked = sorted((shard, mark.seq, mark.token) for shard, mark in last.items()
+                    if mark.token is not None)
     newer = ' OR '.join(
         '(shard = %d AND seq >= %d)' % (shard, mark.seq) if mark.token is None else
         '(shard = %d AND (seq > %d OR (seq = %d AND token <> %d)))'
         % (shard, mark.seq, mark.seq, mark.token) for shard, mark in sorted(last.items()))
-    held = ' OR '.join('(shard = %d AND seq = %d AND token = %d)' % (shard, mark.seq, mark.token)
-                       for shard, mark in marked)
+    held = ' OR '.join('(shard = %d AND seq = %d AND token = %d)' % applied
+                       for applied in marked)
     rows = conn.exec_driver_sql(
         'SELECT shard, NULL, floor, seq FROM resource_view_counters '
         'WHERE floor > %(at)s OR seq < %(at)s UNION ALL '
