@@ -81,7 +81,7 @@ def init_application(conf: cfg.ConfigOpts,
     if conf.placement_database.sync_on_startup:
         migration.sync(db)
         # Servers fork workers after loading the app: hand them no sockets.
-        db.engine.dispose()
+        db.dispose()
     return middleware.wrap(wsgi.make_app(conf, db), conf, db)
 
 

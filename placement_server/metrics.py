@@ -70,11 +70,12 @@ def watch_pool(db: db_api.Database) -> None:
     def on_checkin(*_: object) -> None:
         POOL_IN_USE.dec()
 
-    event.listen(db.engine, 'connect', on_connect)
-    event.listen(db.engine, 'close', on_close)
-    event.listen(db.engine, 'close_detached', on_close)
-    event.listen(db.engine, 'checkout', on_checkout)
-    event.listen(db.engine, 'checkin', on_checkin)
+    for engine in db.engines:
+        event.listen(engine, 'connect', on_connect)
+        event.listen(engine, 'close', on_close)
+        event.listen(engine, 'close_detached', on_close)
+        event.listen(engine, 'checkout', on_checkout)
+        event.listen(engine, 'checkin', on_checkin)
 
 
 def registry() -> prometheus_client.CollectorRegistry:

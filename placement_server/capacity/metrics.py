@@ -250,7 +250,7 @@ def forget_after_fork() -> None:
     uses (a closed PostgreSQL connection is closed for both)."""
     with _LOCK:
         for exporter in _INSTALLED:
-            exporter.db.engine.dispose(close=False)   # type: ignore[attr-defined]
+            exporter.db.dispose(close=False)   # type: ignore[attr-defined]
         _INSTALLED.clear()
 
 

@@ -391,8 +391,11 @@ def create_engine(url: str | sa.URL, max_pool_size: int | None = None,
                   connection_recycle_time: int = 3600, mysql_sql_mode: str = 'TRADITIONAL',
                   mysql_wsrep_sync_wait: int | None = None,
                   connection_parameters: str | None = None,
-                  connection_debug: int = 0, connection_trace: bool = False) -> sa.Engine:
-    """An engine for ``url``; the keywords are [placement_database]'s."""
+                  connection_debug: int = 0, connection_trace: bool = False,
+                  autocommit: bool = False) -> sa.Engine:
+    """An engine for ``url``; the keywords are [placement_database]'s, but
+    ``autocommit``: every connection in autocommit, where ending a read
+    sends nothing (MySQL readers: ``Database.reader``)."""
     url = sa.engine.make_url(url)
     if url.get_backend_name() == 'sqlite':
         return _sqlite_engine(_our_dialect(url))
@@ -421,6 +424,8 @@ def create_engine(url: str | sa.URL, max_pool_size: int | None = None,
                         ('pool_timeout', pool_timeout)):
         if value is not None:
             args[name] = value
+    if autocommit:
+        args.update(isolation_level='AUTOCOMMIT', skip_autocommit_rollback=True)
     if url.get_backend_name() == 'postgresql' and 'client_encoding' not in url.query:
         args['client_encoding'] = 'utf8'
     _log_sql(connection_debug)
@@ -486,24 +491,38 @@ class Database:
         self.engine = create_engine(url, **engine_kwargs)
         self.dialect = self.engine.dialect.name
         self.strategy = _strategy_for(self.engine)
+        # MySQL's readers have their own pool, in autocommit (see reader()).
+        self.read_engine = (create_engine(url, autocommit=True, **engine_kwargs)
+                            if self.dialect == 'mysql' else self.engine)
+
+    @property
+    def engines(self) -> tuple[sa.Engine, ...]:
+        """The engine of writes, and the readers' when it is another."""
+        return tuple(dict.fromkeys((self.engine, self.read_engine)))
 
     @contextlib.contextmanager
     def reader(self) -> Iterator[sa.Connection]:
         """A connection for reads; nothing it does is committed.
 
-        On PostgreSQL its statements run outside a transaction: under READ
-        COMMITTED each statement sees its own snapshot either way, and
-        psycopg2 would spend a round trip on BEGIN and another on
-        ROLLBACK. (On MariaDB the same switch is itself a round trip; on
-        SQLite the transaction keeps one snapshot for the request.)
+        Its statements run outside a transaction but on SQLite, each with
+        its own snapshot, as under PostgreSQL's READ COMMITTED (what reads
+        more than one statement, the resource view, expects no more):
+        PostgreSQL would spend a round trip on BEGIN and another on
+        ROLLBACK, MariaDB one on ROLLBACK, which is what ends the snapshot
+        its first read took. psycopg2 switches to autocommit without a
+        round trip; PyMySQL would spend one each way, so MySQL's readers
+        have their own pool whose connections stay in autocommit
+        (``read_engine``). On SQLite the transaction keeps one snapshot for
+        the request.
         """
-        with _unavailable_on_disconnect(), self.engine.connect() as conn:
+        with _unavailable_on_disconnect(), self.read_engine.connect() as conn:
             if self.dialect == 'postgresql':
                 with _autocommit(conn):
                     yield conn
             else:
                 yield conn
-            # Closing the connection ends its transaction (rolled back).
+            # Closing the connection ends its transaction: rolled back, but
+            # where autocommit has none (skip_autocommit_rollback).
 
     @contextlib.contextmanager
     def writer(self) -> Iterator[sa.Connection]:
@@ -522,5 +541,8 @@ class Database:
                 if not conn.invalidated:   # (its info would reconnect it)
                     conn.info.pop(write_mod.KEY, None)
 
-    def dispose(self) -> None:
-        self.engine.dispose()
+    def dispose(self, close: bool = True) -> None:
+        """Drop the pooled connections (``close=False``: without closing
+        them, in a child that inherited them from its parent)."""
+        for engine in self.engines:
+            engine.dispose(close=close)
