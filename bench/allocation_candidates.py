@@ -19,8 +19,10 @@ apache2-utils) sends 500 requests at concurrency 10 (in 5 rounds of 100,
 alternating between the servers, which are both up and otherwise
 interleaved call by call) for the latency distribution and throughput.
 Clients written in C keep their own cost (reading a 470 KB answer) off the
-two shared CPUs. The writes carry consumer_type, which 1.38+ requires (the
-gate's script omits it, so there its writes are refused).
+two shared CPUs. ``--server floor`` adds a server that does nothing but
+send ours' answer (bench/floor_app.py): the best a server could do. The
+writes carry consumer_type, which 1.38+ requires (the gate's script omits
+it, so there its writes are refused).
 
     .venv/bin/python bench/allocation_candidates.py --engine sqlite \\
         --engine postgresql --providers 1000 --providers 10000 --workers 2
@@ -132,6 +134,8 @@ def workload(shape, providers, allocations=None, requests=REQUESTS, time_every=1
     def run(clients):
         results = {name: {} for name in clients}
         for name, client in clients.items():
+            if name == 'floor':
+                continue   # it answers what ours answered (below)
             result = results[name]
             start = time.perf_counter()
             expected = (load_flat if shape == 'flat' else load_nested)(client, providers)
@@ -143,6 +147,10 @@ def workload(shape, providers, allocations=None, requests=REQUESTS, time_every=1
                                    % (name, result['providers'], expected))
             first = _expect(client.call('GET', query, version='latest')).json()
             result['candidates'] = len(first['allocation_requests'])
+        if 'floor' in clients:   # the very bytes ours sends, from a server doing nothing
+            for path in (query, query + '&limit=5'):
+                clients['floor'].record(path, _expect(
+                    clients['ours'].call('GET', path, version='latest')).content)
         timed = {name: harness.Samples() for name in clients}
         writes = {name: harness.Samples() for name in clients}
         loaded = {name: harness.Samples() for name in clients}
@@ -197,6 +205,11 @@ def report(shape, engine, providers, workers, results):
     print('| throughput req/s (c=10) | %s | %s | %s |' % (
         ours.get('throughput_rps', 'n/a'), theirs.get('throughput_rps', 'n/a'),
         harness.ratio(ours.get('throughput_rps'), theirs.get('throughput_rps')) or 'n/a'))
+    if 'floor' in results:
+        floor = results['floor'].get('throughput_rps')
+        best = harness.ratio(floor, theirs.get('throughput_rps')) or 'n/a'
+        print('| throughput of a floor serving ours\' answer (best possible: floor/upstream) '
+              '| %s | | %s |' % (floor, best))
     for key in ('providers', 'candidates', 'load_seconds', 'rss_mib_per_worker', 'error'):
         print('| %s | %s | %s | |' % (key, ours.get(key, ''), theirs.get(key, '')))
 

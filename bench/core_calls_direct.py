@@ -72,9 +72,10 @@ def run(engine, providers, profile):
     statements = collections.Counter()
     current = [None]
 
-    @event.listens_for(test_db.db.engine, 'before_cursor_execute')
     def count(*_args):
         statements[current[0]] += 1
+    for engine in test_db.db.engines:
+        event.listen(engine, 'before_cursor_execute', count)
 
     client = client_mod.Client(client_mod.make_app(test_db.db), version=VERSION)
     wall = collections.defaultdict(list)

@@ -134,7 +134,7 @@ def _ensure_consumer(conn: sa.Connection, request: ConsumerAllocations,
     request's project/user/type; and whether it was created.
 
     ``known`` is {(kind, name): id} of the names read so far (see
-    ``_known_ids``); projects, users and types missing from it are made.
+    ``_names_and_consumers``); projects, users and types missing from it are made.
     """
     _check_generation(request, existing)
     project = consumers.named_id(conn, 'project', request.project_id, known)
@@ -147,34 +147,59 @@ def _ensure_consumer(conn: sa.Connection, request: ConsumerAllocations,
     return existing, False
 
 
-def _names_statement() -> sa.CompoundSelect[Any]:
-    """Ids of the resource classes, projects, users and consumer types a
-    write names, as rows (kind, name, id): one constant statement (lists
-    are expanding parameters), so one round trip instead of four."""
+def _names_and_consumers_statement() -> sa.CompoundSelect[Any]:
+    """A write's first statement: its consumers' rows, locked (writers on
+    a consumer queue here), and the ids of the resource classes, projects,
+    users and consumer types it names, as rows (kind, name, id, and a
+    consumer's generation and the ids it points at). One constant
+    statement (lists are expanding parameters), so one round trip where
+    the lock and each kind of name would take one. The lock is taken in a
+    CTE, as a UNION cannot take one.
+
+    Read before the lock was granted, a name created meanwhile by another
+    request is missing here: inserting it then fails on its unique key,
+    and the write is replayed (``consumers.InsertRace``)."""
+    consumer = consumers.CONSUMER
+    locked = (sa.select(sa.literal('consumer').label('kind'), consumer.c.uuid.label('name'),
+                        consumer.c.id, consumer.c.generation, consumer.c.project_id,
+                        consumer.c.user_id, consumer.c.consumer_type_id)
+              .where(consumer.c.uuid.in_(sa.bindparam('consumer', expanding=True)))
+              .with_for_update().cte('locked'))
     named = [('resource_class', RC, RC.c.name)] + [
         (kind, table, column) for kind, (table, column) in consumers.NAMED.items()]
-    return sa.union_all(*[
-        sa.select(sa.literal(kind).label('kind'), column.label('name'), table.c.id.label('id'))
+    return sa.union_all(sa.select(locked), *[
+        sa.select(sa.literal(kind), column, table.c.id, *[sa.null()] * 4)
         .where(column.in_(sa.bindparam(kind, expanding=True)))
         for kind, table, column in named])
 
 
-_NAMES = _names_statement()
+_NAMES_AND_CONSUMERS = _names_and_consumers_statement()
+_CONSUMER_COLUMNS = ('id', 'uuid', 'generation', 'project_id', 'user_id', 'consumer_type_id')
 
 
-def _known_ids(conn: sa.Connection, requests: Sequence[ConsumerAllocations]
-               ) -> tuple[dict[tuple[str, str], int], set[str]]:
-    """{(kind, name): id} of the names the requests use that exist, and
-    the resource classes named that do not."""
+def _names_and_consumers(conn: sa.Connection, requests: Sequence[ConsumerAllocations]
+                         ) -> tuple[dict[tuple[str, str], int], set[str],
+                                    dict[str, tables.RowMap]]:
+    """({(kind, name): id} of the names the requests use that exist, the
+    resource classes named that do not, {consumer uuid as given: its row
+    (as ``consumers.lock`` gives it)} of the consumers that exist)."""
     wanted = {'resource_class': {rc for r in requests for res in r.allocations.values()
                                  for rc in res},
               'project': {r.project_id for r in requests},
               'user': {r.user_id for r in requests},
               'consumer_type': {r.consumer_type for r in requests if r.consumer_type}}
-    known: dict[tuple[str, str], int] = {(kind, name): id_ for kind, name, id_ in conn.execute(
-        _NAMES, {kind: sorted(names) for kind, names in wanted.items()})}
+    known: dict[tuple[str, str], int] = {}
+    rows = []
+    for kind, name, id_, *held in conn.execute(_NAMES_AND_CONSUMERS, dict(
+            {kind: sorted(names) for kind, names in wanted.items()},
+            consumer=[r.consumer_uuid for r in requests])):
+        if kind == 'consumer':
+            rows.append(dict(zip(_CONSUMER_COLUMNS, [id_, name, *held])))
+        else:
+            known[kind, name] = id_
     unknown = {rc for rc in wanted['resource_class'] if ('resource_class', rc) not in known}
-    return known, unknown
+    return known, unknown, consumers.by_given(
+        conn, [r.consumer_uuid for r in requests], rows)
 
 
 def _check_capacity(conn: sa.Connection, claims: Sequence[tuple[str, str, int]],
@@ -248,13 +273,11 @@ def write(conn: sa.Connection, requests: Sequence[ConsumerAllocations]) -> None:
     constraints, missing inventory: placement.undefined_code; stale consumer
     generation: placement.concurrent_update) or ProviderGenerationConflict.
     """
-    known, unknown_classes = _known_ids(conn, requests)
-    class_ids = {name: id_ for (kind, name), id_ in known.items() if kind == 'resource_class'}
     # Lock order, the same for every writer: consumers, then providers. All
     # that only concerns the consumers happens before the provider locks, so
     # that writers queueing on a busy provider wait as little as possible.
-    uuids = [r.consumer_uuid for r in requests]
-    existing = consumers.lock(conn, uuids)
+    known, unknown_classes, existing = _names_and_consumers(conn, requests)
+    class_ids = {name: id_ for (kind, name), id_ in known.items() if kind == 'resource_class'}
     had_allocations = []
     # {uuid as given: as stored}: allocations name the consumer's row
     stored: dict[str, str] = {}

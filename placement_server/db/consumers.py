@@ -100,7 +100,7 @@ _LOCK = (sa.select(CONSUMER.c.id, CONSUMER.c.uuid, CONSUMER.c.generation,
          .with_for_update())
 
 
-def _by_given(conn: sa.Connection, uuids: Iterable[str], rows: Iterable[tables.RowMap]
+def by_given(conn: sa.Connection, uuids: Iterable[str], rows: Iterable[tables.RowMap]
               ) -> dict[str, tables.RowMap]:
     """{uuid as given: its row}: a row the database found by another
     spelling (``api.uuid_key``) is found here too."""
@@ -112,13 +112,13 @@ def lock(conn: sa.Connection, uuids: Iterable[str]) -> dict[str, tables.RowMap]:
     """Lock the rows of those of ``uuids`` that exist (writers queue here);
     {uuid as given: row (id, uuid, generation and the ids it points at)}."""
     uuids = list(uuids)
-    return _by_given(conn, uuids, conn.execute(_LOCK, {'uuids': uuids}).mappings())
+    return by_given(conn, uuids, conn.execute(_LOCK, {'uuids': uuids}).mappings())
 
 
 def get_many(conn: sa.Connection, uuids: Iterable[str]) -> dict[str, tables.RowMap]:
     """{uuid as given: row (as ``view_query``)} of those of ``uuids`` that exist."""
     uuids = list(uuids)
-    return _by_given(conn, uuids, conn.execute(
+    return by_given(conn, uuids, conn.execute(
         view_query().where(CONSUMER.c.uuid.in_(uuids))).mappings())
 
 

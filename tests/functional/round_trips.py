@@ -41,7 +41,7 @@ def check_own_root(api, uuid):
 
 def check_claims_go_with_the_record(database, sent):
     """A claim's allocation rows and generation bump ride with the record;
-    a new consumer's claim is five round trips, its row with the
+    a new consumer's claim is four round trips, its row with the
     providers' lock; an existing consumer's allocations are replaced."""
     api = client_mod.Client(client_mod.make_app(database), version='1.38')
     rp = client_mod.make_provider(api, 'cn1', {'VCPU': {'total': 8}})
@@ -73,12 +73,14 @@ def check_claims_go_with_the_record(database, sent):
     assert api.get('/allocations/%s' % consumer).json['allocations'][rp]['resources'] == {
         'VCPU': 3}
     assert api.get('/resource_providers/%s/usages' % rp).json['usages'] == {'VCPU': 3}
-    # a new consumer of known names: read the names, lock the consumer; its
-    # row with the lock of the providers; read their capacity; the rest
+    # a new consumer of known names: read the names and lock the consumer
+    # in one; its row with the lock of the providers; read their capacity;
+    # the rest
     del sent[:]
     resp = api.put('/allocations/%s' % '0c0c0c0c-0000-4000-8000-000000000002', {
         'allocations': {rp: {'resources': {'VCPU': 1}}}, 'consumer_generation': None,
         'project_id': 'p', 'user_id': 'u', 'consumer_type': 'INSTANCE'})
     assert resp.status_int == 204, resp.body
-    assert len(sent) == 5, sent
-    assert 'INSERT INTO consumers' in sent[2] and 'FOR ' in sent[2], sent[2]
+    assert len(sent) == 4, sent
+    assert 'FOR UPDATE' in sent[0] and 'resource_classes' in sent[0], sent[0]
+    assert 'INSERT INTO consumers' in sent[1] and 'FOR ' in sent[1], sent[1]

@@ -130,11 +130,13 @@ def test_a_deadlock_hidden_by_a_failed_savepoint_rollback_is_replayed():
     assert len(calls) == 2
 
 
-def _drop_pooled_connection(test_db):
-    """The database ends the session of the one connection the pool holds
-    (as a restart or a failover would)."""
-    test_db.db.engine.dispose()   # other tests' connections
-    with test_db.db.engine.connect() as conn:
+def _drop_pooled_connection(test_db, engine=None):
+    """The database ends the session of the one connection the pool of
+    ``engine`` (the readers', by default) holds, as a restart or a
+    failover would."""
+    engine = engine or test_db.db.read_engine
+    engine.dispose()   # other tests' connections
+    with engine.connect() as conn:
         if test_db.backend == 'postgresql':
             session = conn.exec_driver_sql('SELECT pg_backend_pid()').scalar()
             kill = 'SELECT pg_terminate_backend(%d)' % session
@@ -173,5 +175,12 @@ def test_a_connection_dropped_just_after_use_is_one_503_then_recovers(_databases
     with pytest.raises(errors.ServiceUnavailable):
         _read(test_db.db)   # taken back at once: not pinged
     assert _read(test_db.db) > 0
-    with test_db.db.writer() as conn:
+    _drop_pooled_connection(test_db, test_db.db.engine)   # the writers'
+    with pytest.raises(errors.ServiceUnavailable):
+        _write(test_db.db)
+    _write(test_db.db)
+
+
+def _write(db):
+    with db.writer() as conn:
         conn.execute(tables.traits.update().where(tables.traits.c.id < 0).values(name='x'))
