@@ -14,6 +14,12 @@ While a request is being read:
   at once without reading further;
 - a client that goes away before its request is complete is forgotten.
 
+Requests a client sends without waiting for the answers (pipelined) are
+taken one per turn of the event loop, each connection in its turn: one
+client's queue never holds the others (nor nests a call per request). A
+kept-alive connection whose next request arrived while the loop was busy
+is read, not closed at its keep-alive expiry with the request unanswered.
+
 With ``--threads 1`` the event loop runs the application itself, one
 request at a time per process, as a sync worker would but with every
 request read whole first: no thread pool, no hand-off of each request to
@@ -27,6 +33,7 @@ Content-Length that is not a number) is refused, as every placement error
 is, with a JSON error document; gunicorn writes an HTML page, and
 placement's clients (and upstream's API tests) parse JSON.
 """
+import collections
 import concurrent.futures
 import errno
 from functools import partial
@@ -102,6 +109,17 @@ class _Outbox:
         return getattr(self.sock, name)
 
 
+def _readable(sock: socket.socket) -> bool:
+    """Whether a request (or the client's close) is waiting on ``sock``."""
+    try:
+        sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+    except (BlockingIOError, InterruptedError):
+        return False
+    except OSError:
+        return True
+    return True
+
+
 class Worker(gthread.ThreadWorker):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -111,6 +129,7 @@ class Worker(gthread.ThreadWorker):
         self.body_timeout = Serving.body_timeout
         self.reading: dict[Any, None] = {}     # connections being read, in order
         self.writing: dict[Any, None] = {}     # inline answers being sent
+        self.ready: collections.deque[Any] = collections.deque()   # pipelined, to judge
         self.inline = self.cfg.threads == 1
 
     # -- reading requests in the event loop ---------------------------------
@@ -141,7 +160,24 @@ class Worker(gthread.ThreadWorker):
         self.reading[conn] = None
         self.poller.register(conn.sock, selectors.EVENT_READ, partial(self._read, conn))
         if data:
-            self._read(conn, conn.sock, received=True)
+            self.ready.append(conn)   # the loop's next turn judges it
+
+    def wait_for_and_dispatch_events(self, timeout: float) -> None:
+        """A turn of the event loop: what arrived, then each connection
+        whose next request was already here (pipelined) takes its turn."""
+        ready, self.ready = self.ready, collections.deque()
+        super().wait_for_and_dispatch_events(0 if ready else timeout)
+        for conn in ready:
+            if conn in self.reading:    # (not read meanwhile, nor closed)
+                self._read(conn, conn.sock, received=True)
+
+    def murder_keepalived(self, force: bool = False) -> None:
+        if not force:
+            now = time.monotonic()
+            for conn in [c for c in self.keepalived_conns if c.timeout <= now]:
+                if _readable(conn.sock):   # it came while the loop was busy
+                    self.on_client_socket_readable(conn, conn.sock)
+        super().murder_keepalived(force)
 
     def _read(self, conn: Any, client: Any, received: bool = False) -> None:
         try:

@@ -8,6 +8,7 @@ grow the metrics without bound, or forge a log line.
 import json
 import re
 import socket
+import threading
 import time
 import uuid
 
@@ -290,3 +291,29 @@ def test_clients_that_do_not_read_their_answers_do_not_stop_the_others(placement
     finally:
         for sock in takers:
             sock.close()
+
+
+def test_a_client_pipelining_many_requests_gets_every_answer_and_holds_no_one(
+        placement_servers, tmp_path):
+    # One worker: its loop takes each connection's next request in turn.
+    server, = placement_servers('sqlite:///%s' % (tmp_path / 'p.sqlite'), workers=1)
+    asked = 3000
+    answers = []
+
+    def read_all(sock):
+        got = b''
+        while got.count(b'HTTP/1.1 200 ') < asked:
+            chunk = sock.recv(1 << 20)
+            if not chunk:
+                break
+            got += chunk
+        answers.append(got.count(b'HTTP/1.1 200 '))
+
+    with socket.create_connection(('127.0.0.1', server.port), timeout=60) as sock:
+        reader = threading.Thread(target=read_all, args=(sock,))
+        reader.start()
+        sock.sendall(b'GET / HTTP/1.1\r\nHost: x\r\n\r\n' * asked)
+        _served_within_a_second(server)
+        reader.join(60)
+    assert answers == [asked]
+
