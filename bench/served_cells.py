@@ -60,9 +60,16 @@ class ServedSide:
 
     def send(self, method, path, body=None, query=''):
         url = self.server.url + path + ('?' + query if query else '')
-        resp = self._session().request(method, url, data=None if body is None else
-                                       json.dumps(body), headers={'Content-Type':
-                                       'application/json'} if body is not None else None)
+        kwargs = dict(data=None if body is None else json.dumps(body), headers={
+            'Content-Type': 'application/json'} if body is not None else None)
+        try:
+            resp = self._session().request(method, url, **kwargs)
+        except requests.ConnectionError:
+            # A kept-alive connection the server closed, at its keep-alive
+            # expiry, as the request went: it was not read (trees before
+            # b53fca7 close one even when its next request has come), so
+            # sent again once on a new connection.
+            resp = self._session().request(method, url, **kwargs)
         if resp.status_code >= 400:
             raise SystemExit('%s: %s %s answered %s: %s' % (
                 self.label, method, path, resp.status_code, resp.text[:300]))
