@@ -37,6 +37,7 @@ import collections
 import concurrent.futures
 import errno
 from functools import partial
+import itertools
 import json
 import selectors
 import socket
@@ -174,7 +175,9 @@ class Worker(gthread.ThreadWorker):
     def murder_keepalived(self, force: bool = False) -> None:
         if not force:
             now = time.monotonic()
-            for conn in [c for c in self.keepalived_conns if c.timeout <= now]:
+            # (in the order they expire)
+            expired = itertools.takewhile(lambda c: c.timeout <= now, self.keepalived_conns)
+            for conn in list(expired):
                 if _readable(conn.sock):   # it came while the loop was busy
                     self.on_client_socket_readable(conn, conn.sock)
         super().murder_keepalived(force)
