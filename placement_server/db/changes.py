@@ -317,9 +317,10 @@ def since(conn: sa.Connection, last: Position) -> tuple[Position, set[int]] | No
     at = ' '.join('WHEN %d THEN %d' % (shard, mark.seq) for shard, mark in sorted(last.items()))
     marked = sorted((shard, mark.seq, mark.token) for shard, mark in last.items()
                     if mark.token is not None)
+    # (each an index range from the mark on: shard = s AND seq >= n)
     newer = ' OR '.join(
         '(shard = %d AND seq >= %d)' % (shard, mark.seq) if mark.token is None else
-        '(shard = %d AND (seq > %d OR (seq = %d AND token <> %d)))'
+        '(shard = %d AND seq >= %d AND (seq > %d OR token <> %d))'
         % (shard, mark.seq, mark.seq, mark.token) for shard, mark in sorted(last.items()))
     held = ' OR '.join('(shard = %d AND seq = %d AND token = %d)' % applied
                        for applied in marked)

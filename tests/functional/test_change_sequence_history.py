@@ -164,3 +164,43 @@ def test_a_reader_with_nothing_new_gets_one_row(api, database, rp):
         with mock.patch.object(conn, 'exec_driver_sql', read):
             assert changes.since(conn, reader) == (reader, set())
     assert [len(rows) for rows in seen] == [1]
+
+
+def test_since_reads_only_from_each_mark_on_however_many_records_are_kept(database):
+    # Before every read request: with KEEP records per counter kept, a
+    # plan that reads a whole shard (or the table) costs every request
+    # milliseconds. Each change row is read from its shard's mark on, by
+    # the primary key.
+    reader = {shard: changes.Mark(5000, 7) for shard in range(changes.SHARDS)}
+    with database.writer() as conn:
+        conn.exec_driver_sql('DELETE FROM resource_view_changes')
+        conn.exec_driver_sql('UPDATE resource_view_counters SET seq = 5000, floor = 0')
+        conn.exec_driver_sql('INSERT INTO resource_view_changes (shard, seq, provider_id, '
+                             'token) VALUES ' + ','.join(
+                                 '(%d, %d, %d, 7)' % (shard, seq, seq)
+                                 for shard in range(changes.SHARDS) for seq in range(1, 5001)))
+    with database.reader() as conn:
+        if database.dialect == 'postgresql':
+            conn.exec_driver_sql('ANALYZE resource_view_changes')
+        sent = []
+        execute = conn.exec_driver_sql
+
+        def read(sql, *args, **kwargs):
+            sent.append(sql)
+            return execute(sql, *args, **kwargs)
+        with mock.patch.object(conn, 'exec_driver_sql', read):
+            assert changes.since(conn, reader) == (reader, set())
+        statement, = [s for s in sent if s.startswith('SELECT shard')]
+        explain = {'postgresql': 'EXPLAIN ', 'mysql': 'EXPLAIN ',
+                   'sqlite': 'EXPLAIN QUERY PLAN '}[database.dialect]
+        plan = [tuple(row) for row in conn.exec_driver_sql(explain + statement)]
+    if database.dialect == 'postgresql':
+        text = '\n'.join(row[0] for row in plan)
+        assert 'Seq Scan on resource_view_changes' not in text, text
+        assert text.count('Index Cond: ((shard = ') == 2 * changes.SHARDS, text
+    elif database.dialect == 'mysql':
+        changes_read = [row for row in plan if row[2] == 'resource_view_changes']
+        assert len(changes_read) == 2 and all(row[3] == 'range' for row in changes_read), plan
+    else:
+        text = '\n'.join(row[-1] for row in plan)
+        assert 'SCAN resource_view_changes' not in text, text
