@@ -14,6 +14,7 @@ from collections.abc import Callable
 from collections.abc import Collection
 from collections.abc import Hashable
 from collections.abc import Iterator
+from collections.abc import Mapping
 import contextlib
 import dataclasses
 import functools
@@ -226,36 +227,73 @@ def _find(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
             and not (request.root_required or request.root_forbidden)):
         lone = None
 
-    def compute(part: view_mod.ResourceView) -> Sources:
-        return _sources(part, request, queries, names, lone, budget)
-
-    # A sharing provider serves other trees than its own: no answer is
-    # any one tree's alone, so none is kept per tree.
-    kept = key is not None and not names.sharing
-    try:
-        sources = _kept(view, key, compute) if kept else compute(view)
-    except assign.OutOfTime:
-        return EMPTY   # the searches could not even be set up in time
     stop_after = None
     if request.limit and not randomize:
         stop_after = request.limit
     if max_candidates >= 0:
         stop_after = min(stop_after or max_candidates, max_candidates)
-    candidates = order.take(
-        sources, stop_after, strategy, budget, distinct=bool(names.sharing),
-        summarised=view.members if request.nested_aware and view.children else None)
-    if kept and not budget.cut:
+    # A sharing provider serves other trees than its own: no answer is
+    # any one tree's alone, so none is kept per tree.
+    kept = key is not None and not names.sharing
+    taken_as = (stop_after, strategy, randomize)
+    entry: _Entry | None = view.answers.get(key) if kept else None
+    if entry is not None and entry.version == view.version and entry.taken_as == taken_as:
+        # Nothing changed since this request was last answered: the same
+        # candidates (randomized below, each time anew).
+        view.answers[key] = view.answers.pop(key)   # the most recent last
+        result = entry.result
+    else:
+        try:
+            result = _found(view, request, queries, names, lone, key if kept else None, budget,
+                            stop_after, strategy, randomize, class_names)
+        except assign.OutOfTime:
+            return EMPTY   # the searches could not even be set up in time
+    if not randomize:
+        return result
+    candidates = _shuffled(result.candidates)
+    if request.limit and len(candidates) > request.limit:
+        # (the summaries of the candidates shown only)
+        return _with_summaries(view, request, candidates[:request.limit], class_names)
+    return dataclasses.replace(result, candidates=candidates)
+
+
+def _shuffled(candidates: list[combine.Candidate]) -> list[combine.Candidate]:
+    shuffled = list(candidates)
+    random.shuffle(shuffled)
+    return shuffled
+
+
+def _found(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
+           queries: list[search.GroupQuery], names: search.Names,
+           lone: search.GroupQuery | None, key: Hashable, budget: assign.Budget,
+           stop_after: int | None, strategy: str, randomize: bool,
+           class_names: dict[int, str]) -> Result:
+    """The Result, before randomizing: searched (again where ``key``'s
+    kept searches say so), taken in ``strategy``'s order."""
+    def compute(part: view_mod.ResourceView) -> Sources:
+        return _sources(part, request, queries, names, lone, budget)
+
+    sources = _kept(view, key, compute) if key is not None else compute(view)
+    summarised = view.members if request.nested_aware and view.children else None
+    if lone is not None and stop_after is None and budget.afford(
+            *_lone_cost(sources, summarised)):
+        # All of a lone group's candidates (single providers), the common
+        # flat request: nothing to take in turn.
+        candidates = [c for source in sources.values() for c in source.items]
+    else:
+        candidates = order.take(sources, stop_after, strategy, budget,
+                                distinct=bool(names.sharing), summarised=summarised)
+    if lone is not None and not randomize:
+        # A lone group's candidates are listed by provider id.
+        candidates.sort(key=lambda c: next(iter(c.amounts)))
+    if request.limit and not randomize:
+        candidates = candidates[:request.limit]
+    result = _with_summaries(view, request, candidates, class_names)
+    if key is not None and not budget.cut:
         # (a cut answer is not kept: the next call would start where this
         # one stopped, and answer more)
-        _keep(view, key, sources)
-    if lone is not None:
-        # A lone group's candidates are single providers, listed by id.
-        candidates.sort(key=lambda c: next(iter(c.amounts)))
-    if randomize:
-        random.shuffle(candidates)
-    if request.limit:
-        candidates = candidates[:request.limit]
-    return _with_summaries(view, request, candidates, class_names)
+        _keep(view, key, sources, (stop_after, strategy, randomize), result)
+    return result
 
 
 def _finds_nothing(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
@@ -292,6 +330,17 @@ KEPT_REQUESTS = 16
 KEPT_CANDIDATES = 100000
 
 
+@dataclasses.dataclass
+class _Entry:
+    """A request's searches kept in the view (``view.answers``), and its
+    answer as the view stood at ``version``."""
+    version: int
+    sources: Sources
+    count: int                  # the candidates the searches found
+    taken_as: Hashable          # how the answer was taken from them
+    result: Result              # (before randomizing)
+
+
 def _kept(view: view_mod.ResourceView, key: Hashable,
           compute: Callable[[view_mod.ResourceView], Sources]) -> Sources:
     """The searches of the request named ``key``, by anchor, kept in the
@@ -300,11 +349,11 @@ def _kept(view: view_mod.ResourceView, key: Hashable,
     So after a claim only the claimed tree is searched again (``compute``
     on ``view.subset`` of the trees changed since), the other trees'
     searches are taken as they were, with what they found so far."""
-    entry = view.answers.pop(key, None)
-    changed = None if entry is None else view.trees_changed_since(entry[0])
-    if changed is None:
+    entry: _Entry | None = view.answers.pop(key, None)
+    changed = None if entry is None else view.trees_changed_since(entry.version)
+    if entry is None or changed is None:
         return compute(view)
-    sources: Sources = entry[1]
+    sources = entry.sources
     if changed:
         for root in changed:
             sources.pop(root, None)
@@ -312,15 +361,25 @@ def _kept(view: view_mod.ResourceView, key: Hashable,
     return sources
 
 
-def _keep(view: view_mod.ResourceView, key: Hashable, sources: Sources) -> None:
+def _keep(view: view_mod.ResourceView, key: Hashable, sources: Sources,
+          taken_as: Hashable, result: Result) -> None:
     kept = view.answers
     count = sum([len(source.items) for source in sources.values()])
     if count > KEPT_CANDIDATES:
         return
-    kept[key] = (view.version, sources, count)   # the most recent last
+    kept[key] = _Entry(view.version, sources, count, taken_as, result)   # the most recent last
     while (len(kept) > KEPT_REQUESTS
-           or sum(entry[2] for entry in kept.values()) > KEPT_CANDIDATES):
+           or sum(entry.count for entry in kept.values()) > KEPT_CANDIDATES):
         del kept[next(iter(kept))]
+
+
+def _lone_cost(sources: Sources,
+               summarised: Mapping[int, Collection[int]] | None) -> tuple[int, int, int]:
+    """What all of a lone group's candidates owe the budget: (steps,
+    allocations, summaries)."""
+    count = sum([len(source.items) for source in sources.values()])
+    return count, count, 0 if summarised is None else sum(
+        [len(summarised.get(anchor, ())) for anchor in sources])
 
 
 def _sources(view: view_mod.ResourceView, request: request_mod.CandidateRequest,

@@ -88,6 +88,16 @@ class Budget:
         if before // _CLOCK_EVERY != self._steps // _CLOCK_EVERY:
             self.check()
 
+    def afford(self, steps: int, allocations: int, summaries: int) -> bool:
+        """``took`` them all at once if what they owe fits in what is left
+        (a look at the clock); else take nothing and say so."""
+        owed = allocations * SECONDS_PER_ALLOCATION + summaries * SECONDS_PER_SUMMARY
+        if self.deadline is not None and time.monotonic() + self.owed + owed > self.deadline:
+            return False
+        self.owed += owed
+        self._steps += steps
+        return True
+
     def check(self) -> None:
         """Raise OutOfTime if what is spent and owed reaches the bound."""
         if self.deadline is not None and time.monotonic() + self.owed > self.deadline:

@@ -8,12 +8,14 @@ import json
 import random
 import uuid
 
+import pytest
 import webob
 import webob.multidict
 
 from placement_server import candidates
 from placement_server.candidates import render
 from placement_server.candidates import request as candidates_request
+from tests.functional import client as client_mod
 from tests.functional.client import make_provider
 
 AGG = 'a9a90000-0000-4000-8000-000000000001'
@@ -144,7 +146,10 @@ def _follow(api, database, seed, trees, steps):
     for _ in range(steps):
         done.append(cloud.step())
         for query in QUERIES:
-            assert _answer(api, query) == _from_scratch(database, query), (done, query)
+            expected = _from_scratch(database, query)
+            # twice: the second time the answer kept as it was
+            assert _answer(api, query) == expected, (done, query)
+            assert _answer(api, query) == expected, (done, query)
 
 
 def test_kept_candidates_follow_every_write(api, database):
@@ -160,4 +165,59 @@ def test_kept_candidates_evicted_when_over_bounds(api, database, monkeypatch):
     with database.reader() as conn:
         kept = candidates.view_mod.of(conn).answers
         assert len(kept) <= 2
-        assert sum(entry[2] for entry in kept.values()) <= 6
+        assert sum(entry.count for entry in kept.values()) <= 6
+
+
+def _counting_answers(monkeypatch):
+    """How many answers were built (not taken as kept) so far."""
+    built = []
+    with_summaries = candidates._with_summaries
+
+    def counted(*args, **kwargs):
+        built.append(1)
+        return with_summaries(*args, **kwargs)
+    monkeypatch.setattr(candidates, '_with_summaries', counted)
+    return built
+
+
+@pytest.mark.parametrize('query', [QUERIES[0], QUERIES[2], QUERIES[3]])
+def test_answer_kept_while_nothing_changes(api, database, monkeypatch, query):
+    """Asked again with nothing written since, the answer is the one built
+    last time; any write builds it again."""
+    cloud = Cloud(api, random.Random(3))
+    for _ in range(3):
+        cloud.tree()
+    built = _counting_answers(monkeypatch)
+    first = _answer(api, query)
+    assert first['allocation_requests']
+    assert len(built) == 1
+    assert _answer(api, query) == first
+    assert len(built) == 1
+    cloud.claim()
+    built.clear()
+    assert _answer(api, query) == _from_scratch(database, query)
+    assert len(built) == 2   # (the second: the search from scratch)
+
+
+def test_kept_answer_randomized_each_time(database, monkeypatch):
+    """With randomize_allocation_candidates, a kept answer is shuffled anew
+    for each request, and a limit shows a sample whose summaries are the
+    sample's providers only."""
+    conf = client_mod.make_conf()
+    conf.set_override('randomize_allocation_candidates', True, group='placement')
+    api = client_mod.Client(client_mod.make_app(database, conf))
+    providers = {make_provider(api, 'cn%d' % i, {'VCPU': {'total': 4}}) for i in range(8)}
+    built = _counting_answers(monkeypatch)
+    orders, sampled = set(), set()
+    for _ in range(12):
+        whole = _answer(api, 'resources=VCPU:1')
+        order = tuple(next(iter(c['allocations'])) for c in whole['allocation_requests'])
+        assert set(order) == providers == set(whole['provider_summaries'])
+        orders.add(order)
+        sample = _answer(api, 'resources=VCPU:1&limit=2')
+        shown = {next(iter(c['allocations'])) for c in sample['allocation_requests']}
+        assert len(shown) == 2 and set(sample['provider_summaries']) == shown
+        sampled |= shown
+    assert len(orders) > 1 and len(sampled) > 2
+    # built once per query; each limited answer summarises its own sample
+    assert len(built) == 2 + 12
