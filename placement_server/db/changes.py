@@ -73,6 +73,7 @@ import sqlalchemy as sa
 from placement_server.db import dialects
 from placement_server.db import tables
 from placement_server.db import write as write_mod
+from placement_server.db.prepared import PREPARE
 from placement_server.db.prepared import prepared
 
 SHARDS = 8
@@ -314,28 +315,39 @@ def since(conn: sa.Connection, last: Position) -> tuple[Position, set[int]] | No
     record the reader applied, and how many of those records are still
     there.
     """
-    at = ' '.join('WHEN %d THEN %d' % (shard, mark.seq) for shard, mark in sorted(last.items()))
-    marked = sorted((shard, mark.seq, mark.token) for shard, mark in last.items()
-                    if mark.token is not None)
+    # Bound values, so that the text is the same from one call to the
+    # next (one per shard count): PostgreSQL plans it once per connection.
+    values: dict[str, int] = {}
+    slot = '%%(%s)s' if conn.dialect.paramstyle == 'pyformat' else ':%s'
+
+    def bound(name: str, value: int) -> str:
+        values[name] = value
+        return slot % name
+    # {shard: its mark's number, bound}, {shard: its record's token, bound}
+    numbers = {shard: bound('s%d' % shard, mark.seq) for shard, mark in sorted(last.items())}
+    tokens = {shard: bound('t%d' % shard, mark.token) for shard, mark in sorted(last.items())
+              if mark.token is not None}
+    at = ' '.join('WHEN %d THEN %s' % item for item in numbers.items())
     # (each an index range from the mark on: shard = s AND seq >= n)
     newer = ' OR '.join(
-        '(shard = %d AND seq >= %d)' % (shard, mark.seq) if mark.token is None else
-        '(shard = %d AND seq >= %d AND (seq > %d OR token <> %d))'
-        % (shard, mark.seq, mark.seq, mark.token) for shard, mark in sorted(last.items()))
-    held = ' OR '.join('(shard = %d AND seq = %d AND token = %d)' % applied
-                       for applied in marked)
+        '(shard = %d AND seq >= %s)' % (shard, n) if shard not in tokens else
+        '(shard = %d AND seq >= %s AND (seq > %s OR token <> %s))' % (shard, n, n, tokens[shard])
+        for shard, n in numbers.items())
+    held = ' OR '.join('(shard = %d AND seq = %s AND token = %s)' % (shard, numbers[shard], t)
+                       for shard, t in tokens.items())
     rows = conn.exec_driver_sql(
         'SELECT shard, NULL, floor, seq FROM resource_view_counters '
         'WHERE floor > %(at)s OR seq < %(at)s UNION ALL '
         'SELECT shard, seq, provider_id, token FROM resource_view_changes WHERE %(newer)s '
         'UNION ALL SELECT -1, COUNT(DISTINCT shard), NULL, NULL FROM resource_view_changes '
         'WHERE %(held)s' % {'at': 'CASE shard %s ELSE 0 END' % at if at else '0',
-                           'newer': newer or '1 = 0', 'held': held or '1 = 0'}).all()
+                           'newer': newer or '1 = 0', 'held': held or '1 = 0'},
+        values, execution_options={PREPARE: True}).all()
     new = dict(last)
     changed: set[int] = set()
     for shard, seq, value, token in rows:
         if shard < 0:   # how many of the records the reader applied are there
-            if seq != len(marked):
+            if seq != len(tokens):
                 return None
         elif seq is None or seq == last[shard].seq:
             # a counter pruned past the reader or standing below it; a
