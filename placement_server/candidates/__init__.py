@@ -7,8 +7,10 @@ satisfy each request group, turns them into pieces per anchor
 the next time the same request comes, ``_kept``), takes candidates from
 the anchors in the configured order up to the limit (``order``), and
 gathers provider summaries (``summaries``) only for the trees the returned
-candidates touch. The handler parses the query string
-with ``request`` first and renders the Result with ``render``.
+candidates touch. While nothing changes in the view the same request
+gets the same Result again, without searching or taking (with
+randomize_allocation_candidates, shuffled anew). The handler parses the
+query string with ``request`` first and renders the Result with ``render``.
 """
 from collections.abc import Callable
 from collections.abc import Collection
