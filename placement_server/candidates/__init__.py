@@ -252,17 +252,12 @@ def _find(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
             return EMPTY   # the searches could not even be set up in time
     if not randomize:
         return result
-    candidates = _shuffled(result.candidates)
+    candidates = list(result.candidates)   # (the kept list stays as it is)
+    random.shuffle(candidates)
     if request.limit and len(candidates) > request.limit:
         # (the summaries of the candidates shown only)
         return _with_summaries(view, request, candidates[:request.limit], class_names)
     return dataclasses.replace(result, candidates=candidates)
-
-
-def _shuffled(candidates: list[combine.Candidate]) -> list[combine.Candidate]:
-    shuffled = list(candidates)
-    random.shuffle(shuffled)
-    return shuffled
 
 
 def _found(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
@@ -366,7 +361,7 @@ def _kept(view: view_mod.ResourceView, key: Hashable,
 def _keep(view: view_mod.ResourceView, key: Hashable, sources: Sources,
           taken_as: Hashable, result: Result) -> None:
     kept = view.answers
-    count = sum([len(source.items) for source in sources.values()])
+    count = _count(sources)
     if count > KEPT_CANDIDATES:
         return
     kept[key] = _Entry(view.version, sources, count, taken_as, result)   # the most recent last
@@ -375,11 +370,16 @@ def _keep(view: view_mod.ResourceView, key: Hashable, sources: Sources,
         del kept[next(iter(kept))]
 
 
+def _count(sources: Sources) -> int:
+    """The candidates the sources have found so far."""
+    return sum([len(source.items) for source in sources.values()])
+
+
 def _lone_cost(sources: Sources,
                summarised: Mapping[int, Collection[int]] | None) -> tuple[int, int, int]:
     """What all of a lone group's candidates owe the budget: (steps,
     allocations, summaries)."""
-    count = sum([len(source.items) for source in sources.values()])
+    count = _count(sources)
     return count, count, 0 if summarised is None else sum(
         [len(summarised.get(anchor, ())) for anchor in sources])
 

@@ -60,6 +60,10 @@ SECONDS_PER_ALLOCATION = 4e-6
 SECONDS_PER_SUMMARY = 8e-6
 
 
+def _owed(allocations: int, summaries: int) -> float:
+    return allocations * SECONDS_PER_ALLOCATION + summaries * SECONDS_PER_SUMMARY
+
+
 class Budget:
     """How long one request may spend (None: no bound): setting up its
     searches, building candidates, and summarising and rendering those
@@ -82,7 +86,7 @@ class Budget:
         providers in all, and ``summaries`` more providers are to be
         summarised: what they owe, and a look at the clock as ``step``
         would have taken."""
-        self.owed += allocations * SECONDS_PER_ALLOCATION + summaries * SECONDS_PER_SUMMARY
+        self.owed += _owed(allocations, summaries)
         before = self._steps
         self._steps += steps
         if before // _CLOCK_EVERY != self._steps // _CLOCK_EVERY:
@@ -91,7 +95,7 @@ class Budget:
     def afford(self, steps: int, allocations: int, summaries: int) -> bool:
         """``took`` them all at once if what they owe fits in what is left
         (a look at the clock); else take nothing and say so."""
-        owed = allocations * SECONDS_PER_ALLOCATION + summaries * SECONDS_PER_SUMMARY
+        owed = _owed(allocations, summaries)
         if self.deadline is not None and time.monotonic() + self.owed + owed > self.deadline:
             return False
         self.owed += owed
