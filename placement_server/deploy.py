@@ -21,6 +21,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 import sqlalchemy as sa
 
+from placement_server import catch_up
 from placement_server import conf as conf_mod
 from placement_server import middleware
 from placement_server import policy
@@ -82,6 +83,7 @@ def init_application(conf: cfg.ConfigOpts,
         migration.sync(db)
         # Servers fork workers after loading the app: hand them no sockets.
         db.dispose()
+    catch_up.watch(db)
     return middleware.wrap(wsgi.make_app(conf, db), conf, db)
 
 

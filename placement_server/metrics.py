@@ -40,6 +40,9 @@ LATENCY = prometheus_client.Histogram(
     'Time from receiving a request to the end of its response.',
     ['route', 'method', 'status'],
     buckets=(.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30))
+CATCH_UPS = prometheus_client.Counter(
+    'placement_view_catch_ups',
+    'Resource views brought up to date while their worker was idle, after a write.')
 # livesum: with several workers, the total over the workers still alive.
 POOL_IN_USE = prometheus_client.Gauge(
     'placement_db_pool_connections_in_use',

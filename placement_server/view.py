@@ -194,6 +194,8 @@ class ResourceView:
         self.folds_case = folds_case
         self.lock = threading.Lock()
         self.position: changes.Position | None = None
+        # Read since the last catch-up while idle (``catch_up``)
+        self.read = False
         # Counts the refreshes that changed something; with the roots of
         # the trees each changed, for what is kept per tree (``answers``).
         self.version = 0
@@ -242,6 +244,7 @@ class ResourceView:
 
     def refresh(self, conn: sa.Connection) -> None:
         """Bring the view up to what ``conn`` sees committed."""
+        self.read = True
         if self.position is not None:
             found = changes.since(conn, self.position)
             if found is not None:
@@ -423,6 +426,11 @@ class ResourceView:
 
 _VIEWS: 'weakref.WeakKeyDictionary[sa.Engine, ResourceView]' = weakref.WeakKeyDictionary()
 _VIEWS_LOCK = threading.Lock()
+
+
+def existing(engine: sa.Engine) -> ResourceView | None:
+    """This process's view of ``engine``'s database, if it has one."""
+    return _VIEWS.get(engine)
 
 
 def of(conn: sa.Connection) -> ResourceView:

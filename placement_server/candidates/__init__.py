@@ -204,6 +204,10 @@ def find(conn: sa.Connection, request: request_mod.CandidateRequest, randomize: 
     with view.lock:
         view.refresh(conn)
         result = _find(view, request, randomize, max_candidates, key, strategy, budget)
+        entry = view.answers.get(key) if key is not None else None
+        if entry is not None:
+            # (what answers it again when the view changes: ``catch_up``)
+            entry.asked = (request, randomize, max_candidates, strategy, seconds)
     # (EMPTY is shared: never marked)
     return dataclasses.replace(result, cut=True) if budget.cut else result
 
@@ -293,6 +297,24 @@ def _found(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
     return result
 
 
+def catch_up(view: view_mod.ResourceView, changed_at: int,
+             still_idle: Callable[[], bool]) -> None:
+    """Answers again, most recent first and while ``still_idle()``, the
+    kept requests asked since the view was at version ``changed_at`` (the
+    view has changed since): the next time one is asked, its answer is
+    kept already. One asked once is answered again once."""
+    for key, entry in reversed(list(view.answers.items())):
+        if entry.asked is None or entry.version != changed_at:
+            continue
+        if not still_idle():
+            return
+        request, randomize, max_candidates, strategy, seconds = entry.asked
+        with view.lock:
+            if view.answers.get(key) is entry:
+                _find(view, request, randomize, max_candidates, key, strategy,
+                      assign.Budget(seconds))
+
+
 def _finds_nothing(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
                    group: request_mod.RequestGroup) -> bool:
     """Whether ``group`` alone has no candidate under any root the
@@ -336,6 +358,9 @@ class _Entry:
     count: int                  # the candidates the searches found
     taken_as: Hashable          # how the answer was taken from them
     result: Result              # (before randomizing)
+    # ``find``'s arguments, while the request has been asked since it was
+    # last answered; None once ``catch_up`` answered it unasked
+    asked: tuple[request_mod.CandidateRequest, bool, int, str, float | None] | None = None
 
 
 def _kept(view: view_mod.ResourceView, key: Hashable,

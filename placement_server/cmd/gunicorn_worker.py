@@ -27,6 +27,9 @@ a thread and back (a pipe write, a future, the GIL passed twice). Its
 answer is written without blocking the loop: what the client does not
 take at once waits in a buffer the loop sends as the socket drains, for
 ``--body-timeout`` seconds at most.
+When such a loop has nothing to do after a write (its own or a sibling
+worker's), it brings the resource view up to date before the next
+request comes (``placement_server.catch_up``).
 
 A request gunicorn cannot parse (a bad request line or header, a
 Content-Length that is not a number) is refused, as every placement error
@@ -48,6 +51,7 @@ import uuid
 from gunicorn.http import errors as http_errors
 from gunicorn.workers import gthread
 
+from placement_server import catch_up
 from placement_server.cmd import request_framing
 
 # Parse errors gunicorn answers with a status other than 400 (or that are
@@ -163,9 +167,22 @@ class Worker(gthread.ThreadWorker):
         if data:
             self.ready.append(conn)   # the loop's next turn judges it
 
+    def run(self) -> None:
+        if self.inline:
+            self.poller.register(catch_up.listen(self.ppid), selectors.EVENT_READ,
+                                 catch_up.heard)
+        super().run()
+
+    def _idle(self) -> bool:
+        """Whether nothing waits for the loop."""
+        return not self.ready and not self.poller.select(0)
+
     def wait_for_and_dispatch_events(self, timeout: float) -> None:
         """A turn of the event loop: what arrived, then each connection
-        whose next request was already here (pipelined) takes its turn."""
+        whose next request was already here (pipelined) takes its turn.
+        Idle after a write, it catches up first."""
+        if self.inline and catch_up.due() and self._idle():
+            catch_up.run(self._idle)
         ready, self.ready = self.ready, collections.deque()
         super().wait_for_and_dispatch_events(0 if ready else timeout)
         for conn in ready:

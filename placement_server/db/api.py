@@ -32,6 +32,7 @@ policy (``placement_server.retry``), each attempt a fresh transaction
 that sees the other writer's commit. A lost database connection is a 503
 for the client to retry, never a 500: the next request reconnects.
 """
+from collections.abc import Callable
 from collections.abc import Iterator
 from collections.abc import Mapping
 import contextlib
@@ -494,6 +495,8 @@ class Database:
         # MySQL's readers have their own pool, in autocommit (see reader()).
         self.read_engine = (create_engine(url, autocommit=True, **engine_kwargs)
                             if self.dialect == 'mysql' else self.engine)
+        # Called when a write has committed (``catch_up.watch``)
+        self.after_write: Callable[[], None] | None = None
 
     @property
     def engines(self) -> tuple[sa.Engine, ...]:
@@ -540,6 +543,8 @@ class Database:
             finally:
                 if not conn.invalidated:   # (its info would reconnect it)
                     conn.info.pop(write_mod.KEY, None)
+        if self.after_write is not None:
+            self.after_write()
 
     def dispose(self, close: bool = True) -> None:
         """Drop the pooled connections (``close=False``: without closing
