@@ -208,6 +208,8 @@ def find(conn: sa.Connection, request: request_mod.CandidateRequest, randomize: 
         if entry is not None:
             # (what answers it again when the view changes: ``catch_up``)
             entry.asked = (request, randomize, max_candidates, strategy, seconds)
+        if randomize:
+            result = _randomized(view, request, result)
     # (EMPTY is shared: never marked)
     return dataclasses.replace(result, cut=True) if budget.cut else result
 
@@ -245,7 +247,7 @@ def _find(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
     entry: _Entry | None = view.answers.get(key) if kept else None
     if entry is not None and entry.version == view.version and entry.taken_as == taken_as:
         # Nothing changed since this request was last answered: the same
-        # candidates (randomized below, each time anew).
+        # candidates (randomized by ``find``, each time anew).
         view.answers[key] = view.answers.pop(key)   # the most recent last
         result = entry.result
     else:
@@ -254,13 +256,18 @@ def _find(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
                             stop_after, strategy, randomize, class_names)
         except assign.OutOfTime:
             return EMPTY   # the searches could not even be set up in time
-    if not randomize:
-        return result
-    candidates = list(result.candidates)   # (the kept list stays as it is)
+    return result
+
+
+def _randomized(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
+                result: Result) -> Result:
+    """The candidates shuffled anew (the kept list stays as it is), then
+    the request's limit taken: a random sample."""
+    candidates = list(result.candidates)
     random.shuffle(candidates)
     if request.limit and len(candidates) > request.limit:
         # (the summaries of the candidates shown only)
-        return _with_summaries(view, request, candidates[:request.limit], class_names)
+        return _with_summaries(view, request, candidates[:request.limit], result.class_names)
     return dataclasses.replace(result, candidates=candidates)
 
 

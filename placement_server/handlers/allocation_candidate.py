@@ -20,6 +20,11 @@ def list_allocation_candidates(req: util.Request) -> webob.Response:
     util.query_params(req, schema.for_version(req.version))
     request = candidates_request.parse(req.GET, req.version)
     opts = req.conf.placement
+    # The same query at the same version asks the same. With randomize the
+    # limit only samples the shuffled answer: queries that differ in it
+    # alone share one kept answer.
+    asked = tuple(sorted((name, value) for name, value in req.GET.items()
+                         if not (name == 'limit' and opts.randomize_allocation_candidates)))
     with candidates.paused_gc():
         with req.db.reader() as conn:
             result = candidates.find(conn, request,
@@ -27,8 +32,7 @@ def list_allocation_candidates(req: util.Request) -> webob.Response:
                                      max_candidates=opts.max_allocation_candidates,
                                      strategy=opts.allocation_candidates_generation_strategy,
                                      seconds=opts.allocation_candidates_time_limit or None,
-                                     # the same query at the same version asks the same
-                                     key=(req.version, tuple(sorted(req.GET.items()))))
+                                     key=(req.version, asked))
         if result.cut:
             LOG.warning('GET /allocation_candidates?%s: cut after %s s '
                         '([placement] allocation_candidates_time_limit) with %d candidates',
