@@ -261,14 +261,17 @@ def _find(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
 
 def _randomized(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
                 result: Result) -> Result:
-    """The candidates shuffled anew (the kept list stays as it is), then
-    the request's limit taken: a random sample."""
-    candidates = list(result.candidates)
-    random.shuffle(candidates)
-    if request.limit and len(candidates) > request.limit:
+    """The candidates in a new random order (the kept list stays as it
+    is), or with a limit a random sample of them, in random order."""
+    if request.limit and len(result.candidates) > request.limit:
         # (the summaries of the candidates shown only)
-        return _with_summaries(view, request, candidates[:request.limit], result.class_names)
-    return dataclasses.replace(result, candidates=candidates)
+        return _with_summaries(view, request, random.sample(result.candidates, request.limit),
+                               result.class_names)
+    # Sorted by random keys: a uniform order, in C (random.shuffle draws
+    # each swap in Python: a fifth of a kept answer's time)
+    draw = random.random
+    return dataclasses.replace(result, candidates=sorted(result.candidates,
+                                                         key=lambda _: draw()))
 
 
 def _found(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
