@@ -206,7 +206,7 @@ def find(conn: sa.Connection, request: request_mod.CandidateRequest, randomize: 
         result = _find(view, request, randomize, max_candidates, key, strategy, budget)
         entry = view.answers.get(key) if key is not None else None
         if entry is not None:
-            # (what answers it again when the view changes: ``catch_up``)
+            # (what answers it again when the view changes: ``answer_again``)
             entry.asked = (request, randomize, max_candidates, strategy, seconds)
         if randomize:
             result = _randomized(view, request, result)
@@ -307,8 +307,8 @@ def _found(view: view_mod.ResourceView, request: request_mod.CandidateRequest,
     return result
 
 
-def catch_up(view: view_mod.ResourceView, changed_at: int,
-             still_idle: Callable[[], bool]) -> None:
+def answer_again(view: view_mod.ResourceView, changed_at: int,
+                 still_idle: Callable[[], bool]) -> None:
     """Answers again, most recent first and while ``still_idle()``, the
     kept requests asked since the view was at version ``changed_at`` (the
     view has changed since): the next time one is asked, its answer is
@@ -369,7 +369,7 @@ class _Entry:
     taken_as: Hashable          # how the answer was taken from them
     result: Result              # (before randomizing)
     # ``find``'s arguments, while the request has been asked since it was
-    # last answered; None once ``catch_up`` answered it unasked
+    # last answered; None once ``answer_again`` answered it unasked
     asked: tuple[request_mod.CandidateRequest, bool, int, str, float | None] | None = None
 
 

@@ -29,7 +29,7 @@ take at once waits in a buffer the loop sends as the socket drains, for
 ``--body-timeout`` seconds at most.
 When such a loop has nothing to do after a write (its own or a sibling
 worker's), it brings the resource view up to date before the next
-request comes (``placement_server.catch_up``).
+request comes (``placement_server.siblings``, ``catch_up``).
 
 A request gunicorn cannot parse (a bad request line or header, a
 Content-Length that is not a number) is refused, as every placement error
@@ -51,7 +51,7 @@ import uuid
 from gunicorn.http import errors as http_errors
 from gunicorn.workers import gthread
 
-from placement_server import catch_up
+from placement_server import siblings
 from placement_server.cmd import request_framing
 
 # Parse errors gunicorn answers with a status other than 400 (or that are
@@ -169,8 +169,8 @@ class Worker(gthread.ThreadWorker):
 
     def run(self) -> None:
         if self.inline:
-            self.poller.register(catch_up.listen(self.ppid), selectors.EVENT_READ,
-                                 catch_up.heard)
+            self.poller.register(siblings.listen(self.ppid), selectors.EVENT_READ,
+                                 siblings.heard)
         super().run()
 
     def _idle(self) -> bool:
@@ -181,8 +181,8 @@ class Worker(gthread.ThreadWorker):
         """A turn of the event loop: what arrived, then each connection
         whose next request was already here (pipelined) takes its turn.
         Idle after a write, it catches up first."""
-        if self.inline and catch_up.due() and self._idle():
-            catch_up.run(self._idle)
+        if self.inline and siblings.due() and self._idle():
+            siblings.idle(self._idle)
         ready, self.ready = self.ready, collections.deque()
         super().wait_for_and_dispatch_events(0 if ready else timeout)
         for conn in ready:

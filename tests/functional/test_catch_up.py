@@ -10,6 +10,7 @@ import pytest
 from placement_server import candidates
 from placement_server import catch_up
 from placement_server import metrics
+from placement_server import siblings
 from placement_server import view as view_mod
 from tests.functional import test_candidates_kept as kept
 
@@ -20,7 +21,7 @@ QUERY = kept.QUERIES[2]   # a nested request
 def watched(database, monkeypatch):
     """``database`` watched, as placement_server.deploy watches the served one."""
     monkeypatch.setattr(catch_up, '_watched', type(catch_up._watched)())
-    monkeypatch.setattr(catch_up, '_due', False)
+    monkeypatch.setattr(siblings, '_due', False)
     monkeypatch.setattr(database, 'after_write', None)
     catch_up.watch(database)
     return database
@@ -45,16 +46,16 @@ def _cloud(api):
 
 def test_a_write_read_since_is_answered_again_while_idle(api, watched, monkeypatch):
     cloud = _cloud(api)
-    assert catch_up.due()
-    catch_up.run(lambda: True)
+    assert siblings.due()
+    siblings.idle(lambda: True)
     first = kept._answer(api, QUERY)
     assert first['allocation_requests']
     cloud.claim()
-    assert catch_up.due()
+    assert siblings.due()
     before, version = _catch_ups(), _view(watched).version
     built = kept._counting_answers(monkeypatch)
-    catch_up.run(lambda: True)
-    assert not catch_up.due()
+    siblings.idle(lambda: True)
+    assert not siblings.due()
     assert _catch_ups() == before + 1
     assert _view(watched).version > version
     assert len(built) == 2          # the requests asked since (the claim's own too)
@@ -67,17 +68,17 @@ def test_nothing_is_done_for_what_nobody_read(api, watched, monkeypatch):
     cloud = _cloud(api)
     kept._answer(api, QUERY)
     cloud.claim()
-    catch_up.run(lambda: True)
+    siblings.idle(lambda: True)
     built = kept._counting_answers(monkeypatch)
     view = _view(watched)
     # Written again, but nothing read since the catch-up: not even the
     # change sequence is asked.
     assert api.put('/traits/CUSTOM_SILVER', version=kept.VERSION).status_int == 201
-    assert catch_up.due()
+    assert siblings.due()
     before, version, position = _catch_ups(), view.version, view.position
     refreshed = []
     monkeypatch.setattr(view, 'refresh', lambda conn: refreshed.append(conn))
-    catch_up.run(lambda: True)
+    siblings.idle(lambda: True)
     assert (refreshed, built, _catch_ups(), view.version, view.position) == (
         [], [], before, version, position)
 
@@ -86,11 +87,11 @@ def test_a_request_answered_unasked_is_not_answered_again(api, watched, monkeypa
     cloud = _cloud(api)
     kept._answer(api, QUERY)
     cloud.claim()
-    catch_up.run(lambda: True)      # answered again, unasked
+    siblings.idle(lambda: True)      # answered again, unasked
     kept._answer(api, kept.QUERIES[0])   # (the view is read: another request)
     cloud.claim()
     built = kept._counting_answers(monkeypatch)
-    catch_up.run(lambda: True)
+    siblings.idle(lambda: True)
     assert len(built) == 2          # QUERIES[0] and the claim's request, not QUERY
     built.clear()
     assert kept._answer(api, QUERY) == kept._from_scratch(watched, QUERY)
@@ -102,8 +103,8 @@ def test_a_busy_worker_leaves_it_to_the_next_request(api, watched, monkeypatch):
     kept._answer(api, QUERY)
     cloud.claim()
     version = _view(watched).version
-    catch_up.run(lambda: False)
-    assert not catch_up.due()
+    siblings.idle(lambda: False)
+    assert not siblings.due()
     assert _view(watched).version == version
     built = kept._counting_answers(monkeypatch)
     assert kept._answer(api, QUERY) == kept._from_scratch(watched, QUERY)
@@ -118,7 +119,7 @@ def test_a_failure_is_left_to_the_next_request(api, watched, monkeypatch, caplog
     def broken(*args):
         raise RuntimeError('the database went away')
     monkeypatch.setattr(candidates, '_find', broken)
-    catch_up.run(lambda: True)
+    siblings.idle(lambda: True)
     assert 'catching up on the resource view failed: the database went away' in caplog.text
     monkeypatch.undo()
     assert kept._answer(api, QUERY) == kept._from_scratch(watched, QUERY)

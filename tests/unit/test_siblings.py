@@ -1,0 +1,67 @@
+"""The workers' announcements of writes (``placement_server.siblings``),
+on real unix sockets."""
+import os
+import socket
+import tempfile
+
+import pytest
+
+from placement_server import siblings
+
+
+@pytest.fixture
+def inbox(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, 'tempdir', str(tmp_path))
+    monkeypatch.setattr(siblings, '_inbox', None)
+    monkeypatch.setattr(siblings, '_due', False)
+    monkeypatch.setattr(siblings, '_idle_work', [])
+    own = siblings.listen(os.getpid())
+    yield own
+    own.close()
+
+
+def _sibling(directory, name):
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(os.path.join(directory, name))
+    sock.setblocking(False)
+    return sock
+
+
+def test_a_write_is_told_to_every_sibling_and_a_gone_one_forgotten(inbox):
+    directory = os.path.dirname(inbox.getsockname())
+    assert oct(os.stat(directory).st_mode & 0o777) == '0o700'
+    alive = [_sibling(directory, str(n)) for n in (1, 2)]
+    gone = _sibling(directory, '3')
+    gone.close()                      # a worker killed: its path stays
+    assert not siblings.due()
+    siblings.announce()
+    assert siblings.due()
+    assert [s.recv(8) for s in alive] == [b'.', b'.']
+    assert sorted(os.listdir(directory)) == sorted(['1', '2', str(os.getpid())])
+    for s in alive:
+        s.close()
+
+
+def test_what_is_heard_is_due_and_the_idle_work_done_once(inbox):
+    done = []
+    siblings.when_idle(lambda still_idle: done.append(still_idle()))
+    sibling = _sibling(os.path.dirname(inbox.getsockname()), '1')
+    for _ in range(3):
+        sibling.sendto(b'.', inbox.getsockname())
+    siblings.heard(inbox)
+    with pytest.raises(BlockingIOError):
+        inbox.recv(8)                 # drained
+    assert siblings.due()
+    siblings.idle(lambda: True)
+    assert (done, siblings.due()) == ([True], False)
+    sibling.close()
+
+
+def test_failing_idle_work_is_logged_not_raised(inbox, caplog):
+    def broken(still_idle):
+        raise RuntimeError('no database')
+    siblings.when_idle(broken)
+    siblings.announce()
+    siblings.idle(lambda: True)
+    assert 'work while idle failed: no database' in caplog.text
+    assert not siblings.due()
