@@ -8,7 +8,9 @@ the change sequence
 (``placement_server.db.changes``): one indexed statement when nothing
 changed, plus one statement reloading just the providers that did. A
 write that committed before a request began is in that request's answer,
-as it was when every request ran its own SQL.
+as it was when every request ran its own SQL. An idle worker brings it
+up to date after a write before the next request comes
+(``placement_server.catch_up``).
 
 The view only proposes: a claim still commits under the providers'
 generation check against the database, the only truth.
