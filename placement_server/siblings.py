@@ -40,18 +40,24 @@ def _directory(master: int) -> str:
                         'placement-workers.' + under_uwsgi.process_key(master))
 
 
-def listen(master: int) -> socket.socket:
+def listen(master: int) -> socket.socket | None:
     """This worker's inbox among ``master``'s workers (non-blocking; the
-    event loop calls ``heard`` when it is readable)."""
+    event loop calls ``heard`` when it is readable), or None when it
+    cannot have one: it then hears nothing, and serves as before."""
     global _inbox
     directory = _directory(master)
-    os.makedirs(directory, mode=0o700, exist_ok=True)
     path = os.path.join(directory, str(os.getpid()))
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)   # (a pid used again)
     inbox = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)   # (a pid used again)
+        inbox.bind(path)      # (a path over 107 bytes is refused)
+    except OSError as e:
+        inbox.close()
+        LOG.warning('workers will not tell each other of writes: %s: %s', path, e)
+        return None
     inbox.setblocking(False)
-    inbox.bind(path)
     atexit.register(_leave, path)
     _inbox = inbox
     return inbox

@@ -168,9 +168,9 @@ class Worker(gthread.ThreadWorker):
             self.ready.append(conn)   # the loop's next turn judges it
 
     def run(self) -> None:
-        if self.inline:
-            self.poller.register(siblings.listen(self.ppid), selectors.EVENT_READ,
-                                 siblings.heard)
+        inbox = siblings.listen(self.ppid) if self.inline else None
+        if inbox is not None:
+            self.poller.register(inbox, selectors.EVENT_READ, siblings.heard)
         super().run()
 
     def _idle(self) -> bool:
