@@ -49,9 +49,11 @@ from typing import Any
 import uuid
 
 from gunicorn.http import errors as http_errors
+from gunicorn.http import wsgi as gunicorn_wsgi
 from gunicorn.workers import gthread
 
 from placement_server import siblings
+from placement_server.cmd import plain_http
 from placement_server.cmd import request_framing
 
 # Parse errors gunicorn answers with a status other than 400 (or that are
@@ -126,6 +128,7 @@ def _readable(sock: socket.socket) -> bool:
 
 
 class Worker(gthread.ThreadWorker):
+    alive: bool     # (gunicorn's: whether the worker is still to serve)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -136,6 +139,12 @@ class Worker(gthread.ThreadWorker):
         self.writing: dict[Any, None] = {}     # inline answers being sent
         self.ready: collections.deque[Any] = collections.deque()   # pipelined, to judge
         self.inline = self.cfg.threads == 1
+        # gunicorn's settings, read once rather than per request
+        self.plain = plain_http.available(self.cfg)
+        self.plain_environ = gunicorn_wsgi.base_environ(self.cfg)
+        self.plain_environ['wsgi.multithread'] = True     # as gthread says
+        self.keepalive = self.cfg.keepalive
+        self.field_limits = (self.cfg.limit_request_fields, self.cfg.limit_request_field_size)
 
     # -- reading requests in the event loop ---------------------------------
 
@@ -161,6 +170,7 @@ class Worker(gthread.ThreadWorker):
         conn.request = bytearray(data)
         conn.framing = request_framing.Framing()
         conn.continued = False
+        conn.plain = False
         conn.timeout = time.monotonic() + self.header_timeout
         self.reading[conn] = None
         self.poller.register(conn.sock, selectors.EVENT_READ, partial(self._read, conn))
@@ -326,6 +336,14 @@ class Worker(gthread.ThreadWorker):
         conn.data_ready = True     # read whole already: no waiting here
         request = bytes(conn.request)
         conn.request = bytearray()
+        plain = None
+        if self.plain and not conn.continued and isinstance(conn.server, tuple):
+            framing = conn.framing
+            plain = plain_http.parse(request, framing.head_end, framing.end, *self.field_limits)
+        conn.plain = plain is not None
+        if plain is not None:
+            conn.pending = request[conn.framing.end:]   # pipelined after it
+            return self._serve_plain(conn, plain)
         try:
             conn.init()
         except Exception as e:
@@ -333,6 +351,46 @@ class Worker(gthread.ThreadWorker):
             return False
         conn.parser.unreader.unread(request)
         return super().handle(conn)
+
+    def _serve_plain(self, conn: Any, request: plain_http.Request) -> bool:
+        """Runs the application for a plain request and sends its answer
+        (gthread's handle_request, without gunicorn's parser and response
+        objects); whether the connection stays open."""
+        self.nr += 1
+        must_close = False
+        if self.nr >= self.max_requests:
+            if self.alive:
+                self.log.info('Autorestarting worker after current request.')
+                self.alive = False
+            must_close = True
+        if (not self.alive or not self.keepalive
+                or len(self.keepalived_conns) >= self.max_keepalived):
+            must_close = True
+        response = plain_http.Response(request)
+        try:
+            answer = self.wsgi(plain_http.environ(self.plain_environ, request, conn.sock,
+                                                  conn.client, conn.server),
+                               response.start_response)
+            try:
+                for data in answer:
+                    response.write(data)
+            finally:
+                if hasattr(answer, 'close'):
+                    answer.close()
+            data, keepalive = response.encode(must_close)
+        except Exception as e:
+            self.handle_error(None, conn.sock, conn.client, e)
+            return False
+        try:
+            if self.inline:
+                conn.outbox = _Outbox(conn.sock)
+                conn.outbox.sendall(data)
+            else:
+                conn.sock.settimeout(self.body_timeout)
+                conn.sock.sendall(data)
+        except OSError:
+            return False
+        return keepalive
 
     def handle_request(self, req: Any, conn: Any) -> Any:
         # Only the answer is written from here: bounded, so that a client
@@ -354,11 +412,35 @@ class Worker(gthread.ThreadWorker):
             keepalive = fs.result() if not fs.cancelled() else False
         except Exception:
             keepalive = False
+        if conn.plain:
+            self._finish_plain(conn, keepalive)
+            return
         if keepalive and conn.parser.unreader.buf.getvalue():
             # Pipelined: the next request has begun; read the rest of it here.
             self._start_reading(conn, conn.parser.unreader.take_buffered())
             return
         super().finish_request(conn, fs)
+
+    def _finish_plain(self, conn: Any, keepalive: bool) -> None:
+        """After a plain request: its successor if already here, else
+        kept alive as gthread keeps its connections, else closed."""
+        pending, conn.pending = conn.pending, b''
+        if keepalive and pending:
+            self._start_reading(conn, pending)
+            return
+        if not keepalive:
+            self.nr_conns -= 1
+            # Nothing the client sent is left unread, unless it pipelined
+            # more: only then must the close wait for it (RFC 9112 9.6).
+            conn.close(graceful=bool(pending))
+            return
+        conn.sock.setblocking(False)
+        conn.set_timeout()
+        if not self.alive:
+            conn.timeout = min(conn.timeout, time.monotonic() + gthread.STOP_KEEPALIVE_LINGER)
+        self.keepalived_conns.append(conn)
+        self.poller.register(conn.sock, selectors.EVENT_READ,
+                             partial(self.on_client_socket_readable, conn))
 
     def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
         if not isinstance(exc, http_errors.ParseException) or isinstance(exc, _NOT_400):
