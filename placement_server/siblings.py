@@ -16,6 +16,7 @@ import logging
 import os
 import socket
 import tempfile
+import time
 
 from placement_server import under_uwsgi
 
@@ -27,6 +28,12 @@ IdleWork = Callable[[Callable[[], bool]], None]
 _inbox: socket.socket | None = None
 _due = False
 _idle_work: list[IdleWork] = []
+# The siblings' inboxes as last listed, and until when that list stands: a
+# write is told to the workers of the last second, not a directory
+# listing's worth of system calls per write. (A worker started since
+# hears of writes a second later; until then its requests catch up alone.)
+LISTING_LIFETIME = 1.0
+_siblings: tuple[list[str], float] = ([], 0.0)
 
 
 def when_idle(work: IdleWork) -> None:
@@ -72,20 +79,15 @@ def _leave(path: str) -> None:
 def announce() -> None:
     """A write of this process committed: due here, and told to the
     siblings. A sibling whose inbox is full has been told already."""
-    global _due
+    global _due, _siblings
     _due = True
     if _inbox is None:
         return
-    own = _inbox.getsockname()
-    directory = os.path.dirname(own)
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return
-    for name in names:
-        path = os.path.join(directory, name)
-        if path == own:
-            continue
+    paths, until = _siblings
+    if time.monotonic() >= until:
+        paths = _listed(_inbox.getsockname())
+        _siblings = (paths, time.monotonic() + LISTING_LIFETIME)
+    for path in paths:
         try:
             _inbox.sendto(b'.', path)
         except (BlockingIOError, InterruptedError):
@@ -93,8 +95,20 @@ def announce() -> None:
         except (ConnectionRefusedError, FileNotFoundError):
             with contextlib.suppress(OSError):
                 os.unlink(path)   # a worker that is gone
+            _siblings = ([p for p in paths if p != path], _siblings[1])
         except OSError as e:
-            LOG.debug('could not tell worker %s of a write: %s', name, e)
+            LOG.debug('could not tell worker %s of a write: %s', path, e)
+
+
+def _listed(own: str) -> list[str]:
+    """The other inboxes in ``own``'s directory."""
+    directory = os.path.dirname(own)
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    return [path for path in (os.path.join(directory, name) for name in names)
+            if path != own]
 
 
 def heard(inbox: socket.socket) -> None:

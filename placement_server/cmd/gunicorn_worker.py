@@ -31,6 +31,11 @@ When such a loop has nothing to do after a write (its own or a sibling
 worker's), it brings the resource view up to date before the next
 request comes (``placement_server.siblings``, ``catch_up``).
 
+A request read whole that is plain HTTP/1.x, as placement's clients send
+them, is answered without gunicorn's parser and response objects
+(``plain_http``: the same environ, the same bytes back); anything else
+goes through gunicorn's own code.
+
 A request gunicorn cannot parse (a bad request line or header, a
 Content-Length that is not a number) is refused, as every placement error
 is, with a JSON error document; gunicorn writes an HTML page, and
@@ -285,6 +290,9 @@ class Worker(gthread.ThreadWorker):
     def _after_answer(self, conn: Any, keepalive: bool) -> None:
         """Keep-alive or close, decided where a thread's answer is
         (finish_request takes the outcome a thread's future would give)."""
+        if conn.plain:
+            self._finish_plain(conn, keepalive)
+            return
         future: Any = concurrent.futures.Future()
         future.set_result(keepalive)
         self.finish_request(conn, future)

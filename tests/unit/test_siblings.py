@@ -15,6 +15,7 @@ def fresh(monkeypatch):
     monkeypatch.setattr(siblings, '_inbox', None)
     monkeypatch.setattr(siblings, '_due', False)
     monkeypatch.setattr(siblings, '_idle_work', [])
+    monkeypatch.setattr(siblings, '_siblings', ([], 0.0))
 
 
 @pytest.fixture
@@ -83,3 +84,20 @@ def test_failing_idle_work_is_logged_not_raised(inbox, caplog):
     siblings.idle(lambda: True)
     assert 'work while idle failed: no database' in caplog.text
     assert not siblings.due()
+
+
+def test_the_siblings_are_listed_once_a_second_not_per_write(inbox, monkeypatch):
+    directory = os.path.dirname(inbox.getsockname())
+    first = _sibling(directory, '1')
+    siblings.announce()
+    later = _sibling(directory, '2')    # started since the listing
+    siblings.announce()
+    assert first.recv(8) + first.recv(8) == b'..'
+    with pytest.raises(BlockingIOError):
+        later.recv(8)
+    now = siblings.time.monotonic()
+    monkeypatch.setattr(siblings.time, 'monotonic', lambda: now + siblings.LISTING_LIFETIME)
+    siblings.announce()
+    assert first.recv(8) == later.recv(8) == b'.'
+    for s in (first, later):
+        s.close()
