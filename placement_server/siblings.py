@@ -28,12 +28,12 @@ IdleWork = Callable[[Callable[[], bool]], None]
 _inbox: socket.socket | None = None
 _due = False
 _idle_work: list[IdleWork] = []
-# The siblings' inboxes as last listed, and until when that list stands: a
-# write is told to the workers of the last second, not a directory
-# listing's worth of system calls per write. (A worker started since
-# hears of writes a second later; until then its requests catch up alone.)
-LISTING_LIFETIME = 1.0
-_siblings: tuple[list[str], float] = ([], 0.0)
+# The siblings' inboxes as last listed, with the directory's modification
+# time then: listed again only when a worker came or went, one stat per
+# write rather than a listing. (A time stamp is coarse, a few ms: within a
+# second of a change the directory is listed at each write.)
+_siblings: tuple[list[str], int] = ([], -1)
+_SETTLED_NS = 1_000_000_000
 
 
 def when_idle(work: IdleWork) -> None:
@@ -83,10 +83,15 @@ def announce() -> None:
     _due = True
     if _inbox is None:
         return
-    paths, until = _siblings
-    if time.monotonic() >= until:
-        paths = _listed(_inbox.getsockname())
-        _siblings = (paths, time.monotonic() + LISTING_LIFETIME)
+    own = _inbox.getsockname()
+    try:
+        changed = os.stat(os.path.dirname(own)).st_mtime_ns
+    except OSError:
+        return
+    paths, listed = _siblings
+    if changed != listed:
+        paths = _listed(own)
+        _siblings = (paths, changed if time.time_ns() - changed > _SETTLED_NS else -1)
     for path in paths:
         try:
             _inbox.sendto(b'.', path)
@@ -95,7 +100,6 @@ def announce() -> None:
         except (ConnectionRefusedError, FileNotFoundError):
             with contextlib.suppress(OSError):
                 os.unlink(path)   # a worker that is gone
-            _siblings = ([p for p in paths if p != path], _siblings[1])
         except OSError as e:
             LOG.debug('could not tell worker %s of a write: %s', path, e)
 

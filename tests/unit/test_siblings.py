@@ -15,7 +15,7 @@ def fresh(monkeypatch):
     monkeypatch.setattr(siblings, '_inbox', None)
     monkeypatch.setattr(siblings, '_due', False)
     monkeypatch.setattr(siblings, '_idle_work', [])
-    monkeypatch.setattr(siblings, '_siblings', ([], 0.0))
+    monkeypatch.setattr(siblings, '_siblings', ([], -1))
 
 
 @pytest.fixture
@@ -86,18 +86,23 @@ def test_failing_idle_work_is_logged_not_raised(inbox, caplog):
     assert not siblings.due()
 
 
-def test_the_siblings_are_listed_once_a_second_not_per_write(inbox, monkeypatch):
+def test_the_siblings_are_listed_again_only_when_one_came_or_went(inbox, monkeypatch):
     directory = os.path.dirname(inbox.getsockname())
     first = _sibling(directory, '1')
     siblings.announce()
-    later = _sibling(directory, '2')    # started since the listing
+    assert siblings._siblings[1] == -1     # (changed just now: listed each time)
+    settled = os.stat(directory).st_mtime_ns + siblings._SETTLED_NS + 1
+    monkeypatch.setattr(siblings.time, 'time_ns', lambda: settled)
     siblings.announce()
-    assert first.recv(8) + first.recv(8) == b'..'
-    with pytest.raises(BlockingIOError):
-        later.recv(8)
-    now = siblings.time.monotonic()
-    monkeypatch.setattr(siblings.time, 'monotonic', lambda: now + siblings.LISTING_LIFETIME)
+    listings = []
+    listed = siblings._listed
+    monkeypatch.setattr(siblings, '_listed', lambda own: listings.append(own) or listed(own))
     siblings.announce()
-    assert first.recv(8) == later.recv(8) == b'.'
+    assert not listings
+    later = _sibling(directory, '2')    # started since
+    siblings.announce()
+    assert len(listings) == 1
+    assert b''.join(first.recv(8) for _ in range(4)) == b'....'
+    assert later.recv(8) == b'.'
     for s in (first, later):
         s.close()
