@@ -221,14 +221,10 @@ class Response:
         head.extend('%s: %s\r\n' % kv for kv in headers)
         head.append('\r\n')
         out = [''.join(head).encode('latin-1')]
-        if not omits_body:
-            body = b''.join(self.body)
-            if length is not None:
-                body = body[:length]
-            if chunked:
-                # a chunk per write, as gunicorn sends them; empty ones end nothing
-                out.extend(b'%X\r\n%s\r\n' % (len(b), b) for b in self.body if b)
-                out.append(b'0\r\n\r\n')
-            else:
-                out.append(body)
+        if chunked:
+            # a chunk per write, as gunicorn sends them; empty ones end nothing
+            out.extend(b'%X\r\n%s\r\n' % (len(b), b) for b in self.body if b)
+            out.append(b'0\r\n\r\n')
+        elif not omits_body:
+            out.append(b''.join(self.body)[:length])   # never more than it said
         return b''.join(out), not close
