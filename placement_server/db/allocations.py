@@ -28,6 +28,7 @@ from placement_server.db import consumers
 from placement_server.db import inventories
 from placement_server.db import providers
 from placement_server.db import tables
+from placement_server.db.prepared import prepared
 
 LOG = logging.getLogger(__name__)
 
@@ -66,7 +67,8 @@ class ConsumerAllocations:
 # takes to run them.
 # key_share: PostgreSQL's FOR NO KEY UPDATE, which still lets other
 # transactions insert rows referencing these providers (traits...).
-# (MySQL: a new consumer's row rides with it, see ``consumers.create``)
+# (MySQL: a new consumer's row rides with the reads after the first,
+# see ``consumers.create``)
 _LOCK_PROVIDERS = (sa.select(RP).where(RP.c.uuid.in_(sa.bindparam('uuids', expanding=True)))
                    .order_by(RP.c.id).with_for_update(key_share=True)
                    .execution_options(**{api.RIDES_PENDING: True}))
@@ -96,22 +98,7 @@ def _capacity_statement() -> sa.Select[Any]:
                    INV.c.resource_class_id.in_(rc_ids)))
 
 
-_CAPACITY = _capacity_statement()
-
-
-def _lock_providers(conn: sa.Connection, uuids: Collection[str]) -> dict[str, tables.RowMap]:
-    """{uuid as given: row} of the providers, locked in id order; 400
-    naming the first missing one in ``uuids``' order (the body's, as
-    upstream). Found as the database compares uuids (``api.uuid_key``)."""
-    if not uuids:
-        return {}
-    rows = conn.execute(_LOCK_PROVIDERS, {'uuids': sorted(uuids)}).mappings().all()
-    found: dict[str, tables.RowMap] = {api.uuid_key(conn, r['uuid']): r for r in rows}
-    for uuid in uuids:
-        if api.uuid_key(conn, uuid) not in found:
-            raise errors.BadRequest("Allocation for resource provider '%s' that "
-                                    "does not exist." % uuid)
-    return {uuid: found[api.uuid_key(conn, uuid)] for uuid in uuids}
+_CAPACITY = _capacity_statement().execution_options(**{api.RIDES_PENDING: True})
 
 
 def _check_generation(request: ConsumerAllocations, consumer: Mapping[str, Any] | None) -> None:
@@ -147,78 +134,173 @@ def _ensure_consumer(conn: sa.Connection, request: ConsumerAllocations,
     return existing, False
 
 
-def _names_and_consumers_statement() -> sa.CompoundSelect[Any]:
-    """A write's first statement: its consumers' rows, locked (writers on
-    a consumer queue here), and the ids of the resource classes, projects,
-    users and consumer types it names, as rows (kind, name, id, and a
-    consumer's generation and the ids it points at). One constant
-    statement (lists are expanding parameters), so one round trip where
-    the lock and each kind of name would take one. The lock is taken in a
-    CTE, as a UNION cannot take one.
+def _first_read_statement() -> sa.CompoundSelect[Any]:
+    """A write's first statement, one round trip where each part would
+    take one. Its rows are (kind, name, id, n1 .. n7, ratio):
+
+    - 'consumer': the write's consumers that exist, locked (writers on a
+      consumer queue here): uuid, id, then ``consumers.LOCKED_COLUMNS``'
+      generation and the ids it points at;
+    - 'resource_class', 'project', 'user', 'consumer_type': the ids of
+      the names it uses that exist;
+    - 'provider': the providers its body names, locked after the
+      consumers, in id order (parameter ``providers``, empty when the
+      write must lock more; see ``write``): uuid, id, generation as
+      locked, generation as this statement's snapshot saw it;
+    - 'inventory': what those providers hold of the classes the write
+      names, with what is allocated of it, as the snapshot saw it: the
+      columns ``_check_capacity`` reads, ``allocation_ratio`` last.
+
+    Lists are expanding parameters: a constant statement. The locks are
+    taken in CTEs, as a UNION cannot take one. A lock that waited for
+    another writer gets the row as that writer left it, but the rest of
+    the statement may read from before (PostgreSQL's snapshot is the
+    statement's start): the two generations of a provider then differ,
+    and its capacity is read again (``write``). Every write that lets a
+    provider's usage grow moves its generation.
 
     Read before the lock was granted, a name created meanwhile by another
     request is missing here: inserting it then fails on its unique key,
     and the write is replayed (``consumers.InsertRace``)."""
     consumer = consumers.CONSUMER
-    locked = (sa.select(sa.literal('consumer').label('kind'), consumer.c.uuid.label('name'),
-                        consumer.c.id, consumer.c.generation, consumer.c.project_id,
-                        consumer.c.user_id, consumer.c.consumer_type_id)
+    locked = (sa.select(*[consumer.c[name] for name in consumers.LOCKED_COLUMNS])
               .where(consumer.c.uuid.in_(sa.bindparam('consumer', expanding=True)))
               .with_for_update().cte('locked'))
+    providers_given: sa.BindParameter[Any] = sa.bindparam('providers', expanding=True)
+    held = (sa.select(RP.c.id, RP.c.uuid, RP.c.generation)
+            .where(RP.c.uuid.in_(providers_given)).order_by(RP.c.id)
+            .with_for_update(key_share=True).cte('held'))
+    seen = RP.alias('seen')
+    classes_given: sa.BindParameter[Any] = sa.bindparam('resource_class', expanding=True)
+    rp_ids = sa.select(RP.c.id).where(RP.c.uuid.in_(providers_given)).scalar_subquery()
+    rc_ids = sa.select(RC.c.id).where(RC.c.name.in_(classes_given)).scalar_subquery()
+    usage = (sa.select(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id,
+                       sa.cast(sa.func.sum(ALLOC.c.used), sa.BigInteger).label('used'))
+             .where(ALLOC.c.resource_provider_id.in_(rp_ids),
+                    ALLOC.c.resource_class_id.in_(rc_ids))
+             .group_by(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id)
+             .subquery())
+
+    def row(kind: str, name: Any, id_: Any, *numbers: Any, ratio: Any = None) -> sa.Select[Any]:
+        # Typed: PostgreSQL types a UNION's columns branch by branch, and
+        # takes the first branches' NULLs for text.
+        padding = [sa.cast(sa.null(), sa.BigInteger)] * (
+            len(_INVENTORY_COLUMNS) - 2 - len(numbers))
+        return sa.select(sa.literal(kind), name, id_, *numbers, *padding,
+                         sa.cast(sa.null(), sa.Numeric) if ratio is None else ratio)
     named = [('resource_class', RC, RC.c.name)] + [
         (kind, table, column) for kind, (table, column) in consumers.NAMED.items()]
-    return sa.union_all(sa.select(locked), *[
-        sa.select(sa.literal(kind), column, table.c.id, *[sa.null()] * 4)
-        .where(column.in_(sa.bindparam(kind, expanding=True)))
-        for kind, table, column in named])
+    return sa.union_all(
+        row('consumer', locked.c.uuid, locked.c.id, *[
+            locked.c[name] for name in consumers.LOCKED_COLUMNS[2:]]),
+        *[row(kind, column, table.c.id).where(column.in_(sa.bindparam(kind, expanding=True)))
+          for kind, table, column in named],
+        row('provider', held.c.uuid, held.c.id, held.c.generation, seen.c.generation)
+        .select_from(held.join(seen, seen.c.id == held.c.id)),
+        row('inventory', sa.null(), *[INV.c[name] for name in _INVENTORY_COLUMNS[:-2]],
+            usage.c.used, ratio=INV.c.allocation_ratio)
+        .select_from(INV.outerjoin(usage, sa.and_(
+            usage.c.resource_provider_id == INV.c.resource_provider_id,
+            usage.c.resource_class_id == INV.c.resource_class_id)))
+        .where(INV.c.resource_provider_id.in_(rp_ids), INV.c.resource_class_id.in_(rc_ids)))
 
 
-_NAMES_AND_CONSUMERS = _names_and_consumers_statement()
-_CONSUMER_COLUMNS = ('id', 'uuid', 'generation', 'project_id', 'user_id', 'consumer_type_id')
+# An 'inventory' row of the first read, from its id column on.
+_INVENTORY_COLUMNS = ('resource_provider_id', 'resource_class_id', 'total', 'reserved',
+                      'min_unit', 'max_unit', 'step_size', 'used', 'allocation_ratio')
+# (PostgreSQL plans it once per connection and shape of its lists: the
+# plan costs more than the run)
+_FIRST_READ = prepared(_first_read_statement())
 
 
-def _names_and_consumers(conn: sa.Connection, requests: Sequence[ConsumerAllocations]
-                         ) -> tuple[dict[tuple[str, str], int], set[str],
-                                    dict[str, tables.RowMap]]:
-    """({(kind, name): id} of the names the requests use that exist, the
-    resource classes named that do not, {consumer uuid as given: its row
-    (as ``consumers.lock`` gives it)} of the consumers that exist)."""
+@dataclasses.dataclass
+class _FirstRead:
+    """What a write's first statement found (``_first_read_statement``)."""
+    known: dict[tuple[str, str], int]   # {(kind, name): id} of the names that exist
+    unknown_classes: set[str]           # resource classes named that do not
+    consumers: dict[str, tables.RowMap]  # {uuid as given: row} of those that exist
+    providers: list[tables.RowMap]      # locked: id, uuid, generation
+    stale: bool                         # a provider moved between snapshot and lock
+    inventory: list[tables.RowMap]      # rows as ``_CAPACITY``'s
+
+
+def _first_read(conn: sa.Connection, requests: Sequence[ConsumerAllocations],
+                providers_to_lock: Collection[str]) -> _FirstRead:
     wanted = {'resource_class': {rc for r in requests for res in r.allocations.values()
                                  for rc in res},
               'project': {r.project_id for r in requests},
               'user': {r.user_id for r in requests},
               'consumer_type': {r.consumer_type for r in requests if r.consumer_type}}
-    known: dict[tuple[str, str], int] = {}
-    rows = []
-    for kind, name, id_, *held in conn.execute(_NAMES_AND_CONSUMERS, dict(
+    read = _FirstRead({}, set(), {}, [], False, [])
+    found_consumers = []
+    for kind, name, id_, *numbers in conn.execute(_FIRST_READ, dict(
             {kind: sorted(names) for kind, names in wanted.items()},
-            consumer=[r.consumer_uuid for r in requests])):
+            consumer=[r.consumer_uuid for r in requests],
+            providers=sorted(providers_to_lock))):
         if kind == 'consumer':
-            rows.append(dict(zip(_CONSUMER_COLUMNS, [id_, name, *held])))
+            found_consumers.append(dict(zip(consumers.LOCKED_COLUMNS,
+                                            [id_, name, *numbers[:4]])))
+        elif kind == 'provider':
+            generation, seen = numbers[:2]
+            read.providers.append({'id': id_, 'uuid': name, 'generation': generation})
+            read.stale = read.stale or generation != seen
+        elif kind == 'inventory':
+            read.inventory.append(dict(zip(_INVENTORY_COLUMNS, [id_, *numbers])))
         else:
-            known[kind, name] = id_
-    unknown = {rc for rc in wanted['resource_class'] if ('resource_class', rc) not in known}
-    return known, unknown, consumers.by_given(
-        conn, [r.consumer_uuid for r in requests], rows)
+            read.known[kind, name] = id_
+    read.unknown_classes = {rc for rc in wanted['resource_class']
+                            if ('resource_class', rc) not in read.known}
+    read.consumers = consumers.by_given(
+        conn, [r.consumer_uuid for r in requests], found_consumers)
+    return read
+
+
+def _lock_providers(conn: sa.Connection, uuids: Collection[str]) -> list[tables.RowMap]:
+    """The rows of the providers, locked in id order."""
+    if not uuids:
+        return []
+    return list(conn.execute(_LOCK_PROVIDERS, {'uuids': sorted(uuids)}).mappings().all())
+
+
+def _by_given(conn: sa.Connection, uuids: Collection[str], rows: Sequence[tables.RowMap]
+              ) -> dict[str, tables.RowMap]:
+    """{uuid as given: row} of the providers ``uuids``; 400 naming the
+    first missing one in ``uuids``' order (the body's, as upstream).
+    Found as the database compares uuids (``api.uuid_key``)."""
+    found: dict[str, tables.RowMap] = {api.uuid_key(conn, r['uuid']): r for r in rows}
+    for uuid in uuids:
+        if api.uuid_key(conn, uuid) not in found:
+            raise errors.BadRequest("Allocation for resource provider '%s' that "
+                                    "does not exist." % uuid)
+    return {uuid: found[api.uuid_key(conn, uuid)] for uuid in uuids}
 
 
 def _check_capacity(conn: sa.Connection, claims: Sequence[tuple[str, str, int]],
                     provider_rows: Mapping[str, tables.RowMap], class_ids: Mapping[str, int],
-                    freed: Mapping[tuple[int, int], int]) -> None:
-    """409 unless every claim fits; one query for all providers and classes.
+                    freed: Mapping[tuple[int, int], int],
+                    rows: Sequence[tables.RowMap] | None) -> None:
+    """409 unless every claim fits.
 
     ``claims`` is [(provider uuid, class, used)], after the consumers' old
     allocations were deleted in this transaction; ``freed`` is what those
-    held, by (provider id, class id). Beyond capacity (an operator lowered
+    held, by (provider id, class id); ``rows`` the providers' inventories
+    of those classes with what is allocated of them before that deletion
+    (the write's first read), or None to read them now, after it, in one
+    query for all providers and classes. Beyond capacity (an operator lowered
     the total or the ratio), a write is still accepted as long as it does
     not make the provider's usage of the class grow. The rule is
     ``candidates.search.fits``', judged here on the locked rows because the
     answer must say which limit failed; tests/functional/
     test_candidates_capacity.py holds the two to the same reference.
     """
-    rp_ids = sorted({provider_rows[u]['id'] for u, _, _ in claims})
-    rc_ids = sorted({class_ids[rc] for _, rc, _ in claims})
-    rows = conn.execute(_CAPACITY, {'rp_ids': rp_ids, 'rc_ids': rc_ids}).mappings().all()
+    # (what ``used`` still counts of what the deletion freed)
+    before: collections.Counter[tuple[int, int]] = collections.Counter()
+    if rows is None:
+        rows = list(conn.execute(_CAPACITY, {
+            'rp_ids': sorted({provider_rows[u]['id'] for u, _, _ in claims}),
+            'rc_ids': sorted({class_ids[rc] for _, rc, _ in claims})}).mappings())
+    else:
+        before.update(freed)
     inventory = {(r['resource_provider_id'], r['resource_class_id']): r for r in rows}
     _check_some_inventory(claims, provider_rows, class_ids, {rp for rp, _ in inventory})
     # Claim by claim in the body's order, each with what the write claims
@@ -241,7 +323,8 @@ def _check_capacity(conn: sa.Connection, claims: Sequence[tuple[str, str, int]],
         wanted[key] += used
         amount = wanted[key]
         capacity = inventories.capacity(inv)
-        if (inv['used'] or 0) + amount > capacity and amount > freed.get(key, 0):
+        if ((inv['used'] or 0) - before[key] + amount > capacity
+                and amount > freed.get(key, 0)):
             raise errors.Conflict(
                 "Unable to allocate inventory: Unable to create allocation for '%s' on "
                 "resource provider '%s'. The requested amount would exceed the capacity."
@@ -272,29 +355,32 @@ def write(conn: sa.Connection, requests: Sequence[ConsumerAllocations]) -> None:
     Raises 400 (unknown provider or resource class), 409 (capacity,
     constraints, missing inventory: placement.undefined_code; stale consumer
     generation: placement.concurrent_update) or ProviderGenerationConflict.
+
+    A claim for new consumers is two round trips: the first read (locks,
+    names, capacity) and the change record that carries the rows.
     """
-    # Lock order, the same for every writer: consumers, then providers. All
-    # that only concerns the consumers happens before the provider locks, so
-    # that writers queueing on a busy provider wait as little as possible.
-    known, unknown_classes, existing = _names_and_consumers(conn, requests)
-    class_ids = {name: id_ for (kind, name), id_ in known.items() if kind == 'resource_class'}
+    # Lock order, the same for every writer: consumers, then providers.
+    # (dict: a set with the body's order)
+    wanted_rps = dict.fromkeys(u for r in requests for u in r.allocations)
+    # Providers losing a consumer's whole allocation also change: their
+    # generation moves too. Which they are is known once the consumer is
+    # locked, so then the providers are locked after, by themselves.
+    emptied = [r.consumer_uuid for r in requests if not r.allocations]
+    first = _first_read(conn, requests, () if emptied else wanted_rps)
+    class_ids = {name: id_ for (kind, name), id_ in first.known.items()
+                 if kind == 'resource_class'}
     had_allocations = []
     # {uuid as given: as stored}: allocations name the consumer's row
     stored: dict[str, str] = {}
     for request in requests:
         consumer, created = _ensure_consumer(
-            conn, request, existing.get(request.consumer_uuid), known)
+            conn, request, first.consumers.get(request.consumer_uuid), first.known)
         stored[request.consumer_uuid] = consumer['uuid']
         if not created:
             consumers.increment_generation(conn, consumer)
             # (A consumer this write created has none: every allocation
             # has its consumer's row, and the insert found no row.)
             had_allocations.append(request.consumer_uuid)
-    # (dict: a set without the body's order)
-    wanted_rps = dict.fromkeys(u for r in requests for u in r.allocations)
-    # Providers losing a consumer's whole allocation also change: their
-    # generation moves too.
-    emptied = [r.consumer_uuid for r in requests if not r.allocations]
     if emptied:
         wanted_rps.update(dict.fromkeys(conn.execute(
             sa.select(RP.c.uuid).distinct()
@@ -306,16 +392,18 @@ def write(conn: sa.Connection, requests: Sequence[ConsumerAllocations]) -> None:
         changes.note(conn, {rp_id for rp_id, _, _ in held})
         for rp_id, rc_id, used in held:
             freed[rp_id, rc_id] += used
-
-    provider_rows = _lock_providers(conn, wanted_rps)
+    locked = _lock_providers(conn, wanted_rps) if emptied else first.providers
     # As upstream: a stale consumer generation (409), then a missing
     # provider (400), before an unknown class (400).
-    if unknown_classes:
-        raise errors.ResourceClassNotFound('No such resource class %s.' % min(unknown_classes))
+    provider_rows = _by_given(conn, wanted_rps, locked)
+    if first.unknown_classes:
+        raise errors.ResourceClassNotFound(
+            'No such resource class %s.' % min(first.unknown_classes))
     claims = [(rp, rc, used) for r in requests
               for rp, res in r.allocations.items() for rc, used in res.items()]
     if claims:
-        _check_capacity(conn, claims, provider_rows, class_ids, freed)
+        _check_capacity(conn, claims, provider_rows, class_ids, freed,
+                        None if emptied or first.stale else first.inventory)
         now = api.utcnow()
         # Nothing reads them before the write ends: with the record.
         api.insert_later(conn, ALLOC, [

@@ -94,8 +94,10 @@ def view_query() -> sa.Select[Any]:
                          .outerjoin(CTYPE, CTYPE.c.id == CONSUMER.c.consumer_type_id)))
 
 
-_LOCK = (sa.select(CONSUMER.c.id, CONSUMER.c.uuid, CONSUMER.c.generation,
-                   CONSUMER.c.project_id, CONSUMER.c.user_id, CONSUMER.c.consumer_type_id)
+# What a writer reads of the consumers it locks (``lock``; an allocation
+# write's first statement reads them in this order too).
+LOCKED_COLUMNS = ('id', 'uuid', 'generation', 'project_id', 'user_id', 'consumer_type_id')
+_LOCK = (sa.select(*[CONSUMER.c[name] for name in LOCKED_COLUMNS])
          .where(CONSUMER.c.uuid.in_(sa.bindparam('uuids', expanding=True)))
          .with_for_update())
 

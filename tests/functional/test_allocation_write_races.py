@@ -103,3 +103,29 @@ def test_claim_for_a_new_consumer_created_meanwhile_is_a_generation_conflict(dat
     assert error['code'] == 'placement.concurrent_update'
     assert 'consumer generation conflict' in error['detail']
     assert api.get('/allocations/%s' % consumer).json['allocations'] == {}
+
+
+def test_claim_that_waited_for_a_providers_lock_sees_what_the_holder_claimed(database):
+    """The holder of the provider's lock claims all of it and commits while
+    the claim waits: the claim, whose first read may have seen the provider
+    before that (PostgreSQL's statement snapshot), judges capacity on what
+    is there once it holds the lock, and is refused."""
+    def claim_everything(conn, consumer):
+        rp = conn.exec_driver_sql(
+            "SELECT id FROM resource_providers WHERE name = 'cn1' FOR UPDATE").scalar()
+        ids = []
+        for table in ('projects', 'users'):
+            _insert(conn, table, external_id='q')
+            ids.append(conn.exec_driver_sql(
+                "SELECT id FROM %s WHERE external_id = 'q'" % table).scalar())
+        other = str(uuid.uuid4())
+        _insert(conn, 'consumers', uuid=other, project_id=ids[0], user_id=ids[1],
+                generation=1)
+        _insert(conn, 'allocations', consumer_id=other, resource_provider_id=rp,
+                resource_class_id=0, used=8)   # VCPU: all of the provider's 8
+        conn.exec_driver_sql('UPDATE resource_providers SET generation = generation + 1 '
+                             'WHERE id = %d' % rp)
+    api, consumer, resp = _claim_while_row_is_being_inserted(database, claim_everything)
+    assert resp.status_int == 409, resp.body
+    assert 'would exceed the capacity' in resp.json['errors'][0]['detail'], resp.body
+    assert api.get('/allocations/%s' % consumer).json['allocations'] == {}
