@@ -147,9 +147,9 @@ def _first_read_statement() -> sa.CompoundSelect[Any]:
       consumers, in id order (parameter ``providers``, empty when the
       write must lock more; see ``write``): uuid, id, generation as
       locked, generation as this statement's snapshot saw it;
-    - 'inventory': what those providers hold of the classes the write
-      names, with what is allocated of it, as the snapshot saw it: the
-      columns ``_check_capacity`` reads, ``allocation_ratio`` last.
+    - 'inventory': what those providers hold, with what is allocated of
+      it, as the snapshot saw it: the columns ``_check_capacity`` reads,
+      ``allocation_ratio`` last.
 
     Lists are expanding parameters: a constant statement. The locks are
     taken in CTEs, as a UNION cannot take one. A lock that waited for
@@ -171,15 +171,16 @@ def _first_read_statement() -> sa.CompoundSelect[Any]:
             .where(RP.c.uuid.in_(providers_given)).order_by(RP.c.id)
             .with_for_update(key_share=True).cte('held'))
     seen = RP.alias('seen')
-    classes_given: sa.BindParameter[Any] = sa.bindparam('resource_class', expanding=True)
-    rp_ids = sa.select(RP.c.id).where(RP.c.uuid.in_(providers_given)).scalar_subquery()
-    rc_ids = sa.select(RC.c.id).where(RC.c.name.in_(classes_given)).scalar_subquery()
-    usage = (sa.select(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id,
-                       sa.cast(sa.func.sum(ALLOC.c.used), sa.BigInteger).label('used'))
-             .where(ALLOC.c.resource_provider_id.in_(rp_ids),
-                    ALLOC.c.resource_class_id.in_(rc_ids))
-             .group_by(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id)
-             .subquery())
+    # What the provider has of each class, and has allocated of it, found
+    # by the provider alone: given the class too, MariaDB (whose
+    # statistics of a young table say that a class has one inventory and
+    # one allocation) reaches them through the class's index, all of a
+    # cloud's. ``_first_read`` keeps the classes the write names.
+    usage = (sa.select(sa.cast(sa.func.sum(sa.case(
+        (ALLOC.c.resource_class_id == INV.c.resource_class_id, ALLOC.c.used), else_=0)),
+        sa.BigInteger))
+        .where(ALLOC.c.resource_provider_id == INV.c.resource_provider_id)
+        .scalar_subquery())
 
     def row(kind: str, name: Any, id_: Any, *numbers: Any, ratio: Any = None) -> sa.Select[Any]:
         # Typed: PostgreSQL types a UNION's columns branch by branch, and
@@ -198,11 +199,9 @@ def _first_read_statement() -> sa.CompoundSelect[Any]:
         row('provider', held.c.uuid, held.c.id, held.c.generation, seen.c.generation)
         .select_from(held.join(seen, seen.c.id == held.c.id)),
         row('inventory', sa.null(), *[INV.c[name] for name in _INVENTORY_COLUMNS[:-2]],
-            usage.c.used, ratio=INV.c.allocation_ratio)
-        .select_from(INV.outerjoin(usage, sa.and_(
-            usage.c.resource_provider_id == INV.c.resource_provider_id,
-            usage.c.resource_class_id == INV.c.resource_class_id)))
-        .where(INV.c.resource_provider_id.in_(rp_ids), INV.c.resource_class_id.in_(rc_ids)))
+            usage, ratio=INV.c.allocation_ratio)
+        .select_from(RP.join(INV, INV.c.resource_provider_id == RP.c.id))
+        .where(RP.c.uuid.in_(providers_given)))
 
 
 # An 'inventory' row of the first read, from its id column on.
@@ -250,6 +249,8 @@ def _first_read(conn: sa.Connection, requests: Sequence[ConsumerAllocations],
             read.known[kind, name] = id_
     read.unknown_classes = {rc for rc in wanted['resource_class']
                             if ('resource_class', rc) not in read.known}
+    named = {id_ for (kind, _), id_ in read.known.items() if kind == 'resource_class'}
+    read.inventory = [r for r in read.inventory if r['resource_class_id'] in named]
     read.consumers = consumers.by_given(
         conn, [r.consumer_uuid for r in requests], found_consumers)
     return read
