@@ -147,9 +147,11 @@ def _first_read_statement() -> sa.CompoundSelect[Any]:
       consumers, in id order (parameter ``providers``, empty when the
       write must lock more; see ``write``): uuid, id, generation as
       locked, generation as this statement's snapshot saw it;
-    - 'inventory': what those providers hold, with what is allocated of
-      it, as the snapshot saw it: the columns ``_check_capacity`` reads,
-      ``allocation_ratio`` last.
+    - 'inventory': what those providers hold, as the snapshot saw it:
+      the columns ``_check_capacity`` reads but ``used``,
+      ``allocation_ratio`` last;
+    - 'usage': what is allocated of them, as the snapshot saw it:
+      provider id, class id, used.
 
     Lists are expanding parameters: a constant statement. The locks are
     taken in CTEs, as a UNION cannot take one. A lock that waited for
@@ -171,16 +173,12 @@ def _first_read_statement() -> sa.CompoundSelect[Any]:
             .where(RP.c.uuid.in_(providers_given)).order_by(RP.c.id)
             .with_for_update(key_share=True).cte('held'))
     seen = RP.alias('seen')
-    # What the provider has of each class, and has allocated of it, found
-    # by the provider alone: given the class too, MariaDB (whose
+    # The providers' inventories, and what is allocated of them by class,
+    # found by provider alone: given the class too, MariaDB (whose
     # statistics of a young table say that a class has one inventory and
     # one allocation) reaches them through the class's index, all of a
     # cloud's. ``_first_read`` keeps the classes the write names.
-    usage = (sa.select(sa.cast(sa.func.sum(sa.case(
-        (ALLOC.c.resource_class_id == INV.c.resource_class_id, ALLOC.c.used), else_=0)),
-        sa.BigInteger))
-        .where(ALLOC.c.resource_provider_id == INV.c.resource_provider_id)
-        .scalar_subquery())
+    provider_ids = sa.select(RP.c.id).where(RP.c.uuid.in_(providers_given))
 
     def row(kind: str, name: Any, id_: Any, *numbers: Any, ratio: Any = None) -> sa.Select[Any]:
         # Typed: PostgreSQL types a UNION's columns branch by branch, and
@@ -198,15 +196,18 @@ def _first_read_statement() -> sa.CompoundSelect[Any]:
           for kind, table, column in named],
         row('provider', held.c.uuid, held.c.id, held.c.generation, seen.c.generation)
         .select_from(held.join(seen, seen.c.id == held.c.id)),
-        row('inventory', sa.null(), *[INV.c[name] for name in _INVENTORY_COLUMNS[:-2]],
-            usage, ratio=INV.c.allocation_ratio)
-        .select_from(RP.join(INV, INV.c.resource_provider_id == RP.c.id))
-        .where(RP.c.uuid.in_(providers_given)))
+        row('inventory', sa.null(), *[INV.c[name] for name in _INVENTORY_COLUMNS[:-1]],
+            ratio=INV.c.allocation_ratio)
+        .where(INV.c.resource_provider_id.in_(provider_ids)),
+        row('usage', sa.null(), ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id,
+            sa.cast(sa.func.sum(ALLOC.c.used), sa.BigInteger))
+        .where(ALLOC.c.resource_provider_id.in_(provider_ids))
+        .group_by(ALLOC.c.resource_provider_id, ALLOC.c.resource_class_id))
 
 
 # An 'inventory' row of the first read, from its id column on.
 _INVENTORY_COLUMNS = ('resource_provider_id', 'resource_class_id', 'total', 'reserved',
-                      'min_unit', 'max_unit', 'step_size', 'used', 'allocation_ratio')
+                      'min_unit', 'max_unit', 'step_size', 'allocation_ratio')
 # (PostgreSQL plans it once per connection and shape of its lists: the
 # plan costs more than the run)
 _FIRST_READ = prepared(_first_read_statement())
@@ -232,6 +233,8 @@ def _first_read(conn: sa.Connection, requests: Sequence[ConsumerAllocations],
               'consumer_type': {r.consumer_type for r in requests if r.consumer_type}}
     read = _FirstRead({}, set(), {}, [], False, [])
     found_consumers = []
+    inventory = []
+    used: dict[tuple[int, int], int] = {}
     for kind, name, id_, *numbers in conn.execute(_FIRST_READ, dict(
             {kind: sorted(names) for kind, names in wanted.items()},
             consumer=[r.consumer_uuid for r in requests],
@@ -244,13 +247,16 @@ def _first_read(conn: sa.Connection, requests: Sequence[ConsumerAllocations],
             read.providers.append({'id': id_, 'uuid': name, 'generation': generation})
             read.stale = read.stale or generation != seen
         elif kind == 'inventory':
-            read.inventory.append(dict(zip(_INVENTORY_COLUMNS, [id_, *numbers])))
+            inventory.append(dict(zip(_INVENTORY_COLUMNS, [id_, *numbers[:6], numbers[-1]])))
+        elif kind == 'usage':
+            used[id_, numbers[0]] = numbers[1]
         else:
             read.known[kind, name] = id_
     read.unknown_classes = {rc for rc in wanted['resource_class']
                             if ('resource_class', rc) not in read.known}
     named = {id_ for (kind, _), id_ in read.known.items() if kind == 'resource_class'}
-    read.inventory = [r for r in read.inventory if r['resource_class_id'] in named]
+    read.inventory = [dict(r, used=used.get((r['resource_provider_id'], r['resource_class_id'])))
+                      for r in inventory if r['resource_class_id'] in named]
     read.consumers = consumers.by_given(
         conn, [r.consumer_uuid for r in requests], found_consumers)
     return read
