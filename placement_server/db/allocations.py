@@ -136,7 +136,7 @@ def _ensure_consumer(conn: sa.Connection, request: ConsumerAllocations,
 
 def _first_read_statement() -> sa.CompoundSelect[Any]:
     """A write's first statement, one round trip where each part would
-    take one. Its rows are (kind, name, id, n1 .. n7, ratio):
+    take one. Its rows are (kind, name, id, n1 .. n6, ratio):
 
     - 'consumer': the write's consumers that exist, locked (writers on a
       consumer queue here): uuid, id, then ``consumers.LOCKED_COLUMNS``'
